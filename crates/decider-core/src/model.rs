@@ -1,0 +1,626 @@
+//! The decision model: artifact format, validation at load, and inference.
+//!
+//! The artifact is JSON (DESIGN §8). It records the action list and encoder version it
+//! was trained with; [`Model::from_json`] refuses one whose action list (order included)
+//! or encoder version differs from this build's, whose shapes are inconsistent, or that
+//! holds a non-finite number. Inference is a gradient-boosted tree ensemble (one tree per
+//! action per round, softmax over the summed margins), temperature-calibrated: no
+//! dependency beyond serde, deterministic, and small enough to run in the Worker's wasm
+//! in microseconds.
+
+use crate::actions::{Action, ACTIONS, NUM_ACTIONS};
+use crate::features::{Features, ENCODER_VERSION, FEATURE_DIM};
+use crate::state::State;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Version of the artifact layout understood by this build.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// A probability per action, in [`ACTIONS`] order.
+pub type Probabilities = [f64; NUM_ACTIONS];
+
+/// Why an artifact was refused.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum ArtifactError {
+    /// Not parseable as an artifact (bad JSON, missing key, wrong type).
+    #[error("artifact is not valid: {0}")]
+    Json(String),
+    /// A number that does not fit an f64 (JSON has no NaN; `1e999` is how infinity sneaks in).
+    #[error("artifact holds a non-finite number at {0}")]
+    NonFinite(String),
+    /// Another artifact layout.
+    #[error("artifact format_version is {got}, this build reads {FORMAT_VERSION}")]
+    FormatVersion {
+        /// Version found.
+        got: u32,
+    },
+    /// The action list differs from [`ACTIONS`].
+    #[error("artifact action list {got:?} differs from this build's actions {expected:?} (order matters)")]
+    Actions {
+        /// Actions found in the artifact.
+        got: Vec<String>,
+        /// This build's actions.
+        expected: Vec<String>,
+    },
+    /// The encoder version differs from [`ENCODER_VERSION`].
+    #[error(
+        "artifact encoder_version is {got}, this build's encoder is version {ENCODER_VERSION}"
+    )]
+    EncoderVersion {
+        /// Version found.
+        got: u32,
+    },
+    /// Shapes or indices are inconsistent.
+    #[error("artifact shape error: {0}")]
+    Shape(String),
+    /// A calibration or threshold value out of its range.
+    #[error("artifact {field} must be {range}, got {got}")]
+    Range {
+        /// Field name.
+        field: &'static str,
+        /// Valid range.
+        range: &'static str,
+        /// Value found.
+        got: f64,
+    },
+}
+
+/// The serialised artifact (DESIGN §8). Field order here is the order in the file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Artifact {
+    /// Artifact layout version ([`FORMAT_VERSION`]).
+    pub format_version: u32,
+    /// Identifies the trained model; logged with every decision.
+    pub model_version: String,
+    /// Encoder the model was trained with.
+    pub encoder_version: u32,
+    /// Action names in model output order.
+    pub actions: Vec<String>,
+    /// Feature vector length.
+    pub feature_dim: usize,
+    /// Model weights.
+    pub model: Ensemble,
+    /// Confidence calibration.
+    pub calibration: Calibration,
+    /// Confidence at or above which the model's action is used.
+    pub threshold: f64,
+    /// Range of each raw state field seen in training (out-of-distribution check).
+    pub feature_ranges: FeatureRanges,
+    /// Training record: data hash, rows, parameters, metrics. Free-form, not used in serving.
+    pub training: serde_json::Value,
+}
+
+/// Gradient-boosted trees, softmax over per-action margins.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ensemble {
+    /// Model family; `"gbdt"`.
+    pub kind: String,
+    /// Initial margin per action.
+    pub base_score: Vec<f64>,
+    /// Trees; tree `i` adds to the margin of action `trees[i].class`.
+    pub trees: Vec<Tree>,
+}
+
+/// One regression tree in struct-of-arrays form. Node 0 is the root. A node with
+/// `feature[i] < 0` is a leaf worth `value[i]`; otherwise go to `left[i]` when
+/// `x[feature[i]] <= threshold[i]`, else to `right[i]`. Children come after parents.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tree {
+    /// Action index whose margin this tree adds to.
+    pub class: usize,
+    /// Split feature per node, -1 for leaves.
+    pub feature: Vec<i32>,
+    /// Split threshold per node (0 for leaves).
+    pub threshold: Vec<f64>,
+    /// Left child per node (0 for leaves).
+    pub left: Vec<u32>,
+    /// Right child per node (0 for leaves).
+    pub right: Vec<u32>,
+    /// Leaf value per node (0 for internal nodes).
+    pub value: Vec<f64>,
+}
+
+/// Confidence calibration: probabilities are `softmax(margin / temperature)`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    /// `"temperature"`.
+    pub method: CalibrationMethod,
+    /// Temperature, > 0. 1 means uncalibrated.
+    pub temperature: f64,
+}
+
+/// Calibration methods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CalibrationMethod {
+    /// Temperature scaling fitted on validation data.
+    Temperature,
+}
+
+/// `[min, max]` of each raw state field in the training data.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeatureRanges {
+    /// Range of `request_type`.
+    pub request_type: [f64; 2],
+    /// Range of `region_id`.
+    pub region_id: [f64; 2],
+    /// Range of `current_load`.
+    pub current_load: [f64; 2],
+    /// Range of `recent_success_rate`.
+    pub recent_success_rate: [f64; 2],
+    /// Range of `queue_depth`.
+    pub queue_depth: [f64; 2],
+    /// Range of `hour`.
+    pub hour: [f64; 2],
+}
+
+impl FeatureRanges {
+    /// Ranges that admit nothing; widen with [`FeatureRanges::include`].
+    pub fn empty() -> FeatureRanges {
+        let e = [f64::INFINITY, f64::NEG_INFINITY];
+        FeatureRanges {
+            request_type: e,
+            region_id: e,
+            current_load: e,
+            recent_success_rate: e,
+            queue_depth: e,
+            hour: e,
+        }
+    }
+
+    fn pairs(&self) -> [(&'static str, [f64; 2]); 6] {
+        [
+            ("request_type", self.request_type),
+            ("region_id", self.region_id),
+            ("current_load", self.current_load),
+            ("recent_success_rate", self.recent_success_rate),
+            ("queue_depth", self.queue_depth),
+            ("hour", self.hour),
+        ]
+    }
+
+    /// Widens the ranges to include `s`.
+    pub fn include(&mut self, s: &State) {
+        let grow = |r: &mut [f64; 2], v: f64| {
+            r[0] = r[0].min(v);
+            r[1] = r[1].max(v);
+        };
+        grow(&mut self.request_type, f64::from(s.request_type));
+        grow(&mut self.region_id, f64::from(s.region_id));
+        grow(&mut self.current_load, s.current_load);
+        grow(&mut self.recent_success_rate, s.recent_success_rate);
+        grow(&mut self.queue_depth, s.queue_depth);
+        grow(&mut self.hour, f64::from(s.hour));
+    }
+
+    /// The first raw field of `s` outside its training range, if any.
+    pub fn outlier(&self, s: &State) -> Option<&'static str> {
+        self.pairs().into_iter().find_map(|(name, [lo, hi])| {
+            let v = s.field(name).unwrap_or(f64::NAN);
+            (!(lo..=hi).contains(&v)).then_some(name)
+        })
+    }
+}
+
+/// Flattened tree node for fast traversal.
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    /// Split feature; `u16::MAX` marks a leaf.
+    feature: u16,
+    /// Child for `x <= threshold`.
+    left: u32,
+    /// Child for `x > threshold`.
+    right: u32,
+    /// Threshold for splits, value for leaves.
+    value: f64,
+}
+
+const LEAF: u16 = u16::MAX;
+
+/// A validated, ready-to-run model.
+#[derive(Debug, Clone)]
+pub struct Model {
+    artifact: Artifact,
+    nodes: Vec<Node>,
+    /// `(root index into nodes, class)` per tree.
+    roots: Vec<(u32, u8)>,
+}
+
+impl Model {
+    /// Parses and validates an artifact.
+    ///
+    /// # Errors
+    /// An [`ArtifactError`] naming what is wrong: action list, encoder version, format,
+    /// shapes, a non-finite number, or an out-of-range threshold / temperature.
+    ///
+    /// ```
+    /// use decider_core::{Model, State, features::encode};
+    /// let model = Model::from_json(decider_core::model::tests_support::TINY_ARTIFACT).unwrap();
+    /// let s = State { request_type: 1, region_id: 3, current_load: 0.4,
+    ///                 recent_success_rate: 0.97, queue_depth: 12.0, hour: 14 };
+    /// let p = model.predict(&encode(&s));
+    /// assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+    /// ```
+    pub fn from_json(text: &str) -> Result<Model, ArtifactError> {
+        let artifact: Artifact = serde_json::from_str(text).map_err(|e| {
+            let msg = e.to_string();
+            if msg.starts_with("number out of range") {
+                ArtifactError::NonFinite(format!("line {} column {}", e.line(), e.column()))
+            } else {
+                ArtifactError::Json(msg)
+            }
+        })?;
+        Model::from_artifact(artifact)
+    }
+
+    /// Validates an in-memory artifact.
+    ///
+    /// # Errors
+    /// As [`Model::from_json`].
+    pub fn from_artifact(artifact: Artifact) -> Result<Model, ArtifactError> {
+        let a = &artifact;
+        if a.format_version != FORMAT_VERSION {
+            return Err(ArtifactError::FormatVersion {
+                got: a.format_version,
+            });
+        }
+        if a.actions
+            .iter()
+            .map(String::as_str)
+            .ne(ACTIONS.iter().copied())
+        {
+            return Err(ArtifactError::Actions {
+                got: a.actions.clone(),
+                expected: ACTIONS.iter().map(|s| s.to_string()).collect(),
+            });
+        }
+        if a.encoder_version != ENCODER_VERSION {
+            return Err(ArtifactError::EncoderVersion {
+                got: a.encoder_version,
+            });
+        }
+        if a.feature_dim != FEATURE_DIM {
+            return Err(ArtifactError::Shape(format!(
+                "feature_dim is {}, the encoder produces {FEATURE_DIM}",
+                a.feature_dim
+            )));
+        }
+        if a.model.kind != "gbdt" {
+            return Err(ArtifactError::Shape(format!(
+                "unknown model kind {:?}",
+                a.model.kind
+            )));
+        }
+        let finite = |v: f64, what: &str| {
+            if v.is_finite() {
+                Ok(())
+            } else {
+                Err(ArtifactError::NonFinite(what.to_string()))
+            }
+        };
+        let t = a.calibration.temperature;
+        finite(t, "calibration.temperature")?;
+        if !(t > 0.0 && t <= 100.0) {
+            return Err(ArtifactError::Range {
+                field: "calibration.temperature",
+                range: "in (0, 100]",
+                got: t,
+            });
+        }
+        finite(a.threshold, "threshold")?;
+        if !(0.0..=1.0).contains(&a.threshold) {
+            return Err(ArtifactError::Range {
+                field: "threshold",
+                range: "in [0, 1]",
+                got: a.threshold,
+            });
+        }
+        for (name, [lo, hi]) in a.feature_ranges.pairs() {
+            finite(lo, name)?;
+            finite(hi, name)?;
+            if lo > hi {
+                return Err(ArtifactError::Shape(format!(
+                    "feature_ranges.{name} has min {lo} > max {hi}"
+                )));
+            }
+        }
+        if a.model.base_score.len() != NUM_ACTIONS {
+            return Err(ArtifactError::Shape(format!(
+                "model.base_score has {} values, expected {NUM_ACTIONS}",
+                a.model.base_score.len()
+            )));
+        }
+        for (k, v) in a.model.base_score.iter().enumerate() {
+            finite(*v, &format!("model.base_score[{k}]"))?;
+        }
+        let mut nodes = Vec::new();
+        let mut roots = Vec::with_capacity(a.model.trees.len());
+        for (ti, tree) in a.model.trees.iter().enumerate() {
+            let root = nodes.len() as u32;
+            roots.push((root, check_tree(ti, tree, &mut nodes)?));
+        }
+        Ok(Model {
+            artifact,
+            nodes,
+            roots,
+        })
+    }
+
+    /// The artifact this model was loaded from.
+    pub fn artifact(&self) -> &Artifact {
+        &self.artifact
+    }
+
+    /// The model version string.
+    pub fn version(&self) -> &str {
+        &self.artifact.model_version
+    }
+
+    /// The calibrated threshold recorded in the artifact.
+    pub fn threshold(&self) -> f64 {
+        self.artifact.threshold
+    }
+
+    /// Training ranges of the raw state fields.
+    pub fn ranges(&self) -> &FeatureRanges {
+        &self.artifact.feature_ranges
+    }
+
+    /// Raw (uncalibrated) margins per action.
+    pub fn margins(&self, x: &Features) -> [f64; NUM_ACTIONS] {
+        let mut m = [0.0; NUM_ACTIONS];
+        m.copy_from_slice(&self.artifact.model.base_score);
+        for &(root, class) in &self.roots {
+            let mut i = root as usize;
+            loop {
+                let n = self.nodes[i];
+                if n.feature == LEAF {
+                    m[class as usize] += n.value;
+                    break;
+                }
+                i = if x[n.feature as usize] <= n.value {
+                    n.left as usize
+                } else {
+                    n.right as usize
+                };
+            }
+        }
+        m
+    }
+
+    /// Calibrated probabilities per action (they sum to 1).
+    pub fn predict(&self, x: &Features) -> Probabilities {
+        softmax(&self.margins(x), self.artifact.calibration.temperature)
+    }
+
+    /// The most probable action and its calibrated probability.
+    pub fn top(&self, x: &Features) -> (Action, f64) {
+        argmax(&self.predict(x))
+    }
+}
+
+/// Validates one tree and appends its nodes (with absolute child indices) to `nodes`.
+fn check_tree(ti: usize, t: &Tree, nodes: &mut Vec<Node>) -> Result<u8, ArtifactError> {
+    let n = t.feature.len();
+    let shape = |m: String| ArtifactError::Shape(format!("tree {ti}: {m}"));
+    if n == 0 {
+        return Err(shape("has no nodes".into()));
+    }
+    if [
+        t.threshold.len(),
+        t.left.len(),
+        t.right.len(),
+        t.value.len(),
+    ]
+    .iter()
+    .any(|&l| l != n)
+    {
+        return Err(shape(
+            "feature, threshold, left, right and value differ in length".into(),
+        ));
+    }
+    if t.class >= NUM_ACTIONS {
+        return Err(shape(format!("class {} is not an action index", t.class)));
+    }
+    let base = nodes.len() as u32;
+    for i in 0..n {
+        let (f, th, v) = (t.feature[i], t.threshold[i], t.value[i]);
+        if !th.is_finite() || !v.is_finite() {
+            return Err(ArtifactError::NonFinite(format!("tree {ti} node {i}")));
+        }
+        if f < 0 {
+            nodes.push(Node {
+                feature: LEAF,
+                left: 0,
+                right: 0,
+                value: v,
+            });
+            continue;
+        }
+        if f as usize >= FEATURE_DIM {
+            return Err(shape(format!(
+                "node {i} splits on feature {f}, beyond {FEATURE_DIM}"
+            )));
+        }
+        let (l, r) = (t.left[i] as usize, t.right[i] as usize);
+        // Children strictly after their parent: no cycles, traversal always ends.
+        if l <= i || r <= i || l >= n || r >= n {
+            return Err(shape(format!(
+                "node {i} has children {l},{r} outside {}..{n}",
+                i + 1
+            )));
+        }
+        nodes.push(Node {
+            feature: f as u16,
+            left: base + l as u32,
+            right: base + r as u32,
+            value: th,
+        });
+    }
+    Ok(t.class as u8)
+}
+
+/// Softmax of `m / temperature`, numerically stable.
+pub fn softmax(m: &[f64; NUM_ACTIONS], temperature: f64) -> Probabilities {
+    let max = m.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mut p = [0.0; NUM_ACTIONS];
+    let mut sum = 0.0;
+    for (pi, mi) in p.iter_mut().zip(m) {
+        *pi = ((mi - max) / temperature).exp();
+        sum += *pi;
+    }
+    for pi in &mut p {
+        *pi /= sum;
+    }
+    p
+}
+
+/// Index of the largest probability (first on ties) as an action, and the probability.
+pub fn argmax(p: &Probabilities) -> (Action, f64) {
+    let mut best = 0;
+    for i in 1..NUM_ACTIONS {
+        if p[i] > p[best] {
+            best = i;
+        }
+    }
+    (Action::ALL[best], p[best])
+}
+
+#[doc(hidden)]
+/// Small artifacts for doctests and unit tests.
+pub mod tests_support {
+    /// A valid two-tree artifact: region 3 leans to route_b.
+    pub const TINY_ARTIFACT: &str = r#"{
+      "format_version": 1, "model_version": "tiny-test", "encoder_version": 1,
+      "actions": ["route_a", "route_b", "route_c", "reject"], "feature_dim": 16,
+      "model": {"kind": "gbdt", "base_score": [0.0, 0.0, 0.0, 0.0], "trees": [
+        {"class": 1, "feature": [9, -1, -1], "threshold": [0.5, 0, 0], "left": [1, 0, 0], "right": [2, 0, 0], "value": [0, -1.0, 4.0]},
+        {"class": 3, "feature": [1, -1, -1], "threshold": [0.95, 0, 0], "left": [1, 0, 0], "right": [2, 0, 0], "value": [0, -1.0, 6.0]}
+      ]},
+      "calibration": {"method": "temperature", "temperature": 1.0},
+      "threshold": 0.6,
+      "feature_ranges": {"request_type": [0, 5], "region_id": [0, 9], "current_load": [0, 1],
+                         "recent_success_rate": [0, 1], "queue_depth": [0, 500], "hour": [0, 23]},
+      "training": {}
+    }"#;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::TINY_ARTIFACT;
+    use super::*;
+    use crate::features::encode;
+
+    fn state(region: u8, load: f64) -> State {
+        State {
+            request_type: 1,
+            region_id: region,
+            current_load: load,
+            recent_success_rate: 0.9,
+            queue_depth: 10.0,
+            hour: 3,
+        }
+    }
+
+    fn edit(f: impl FnOnce(&mut serde_json::Value)) -> String {
+        let mut v: serde_json::Value = serde_json::from_str(TINY_ARTIFACT).unwrap();
+        f(&mut v);
+        v.to_string()
+    }
+
+    #[test]
+    fn tiny_model_predicts_its_trees() {
+        let m = Model::from_json(TINY_ARTIFACT).unwrap();
+        let (a, c) = m.top(&encode(&state(3, 0.2)));
+        assert_eq!(a, Action::RouteB);
+        // margins [0, 4, 0, -1] → softmax
+        let e = [1.0, 4f64.exp(), 1.0, (-1f64).exp()];
+        assert!((c - e[1] / e.iter().sum::<f64>()).abs() < 1e-12);
+        assert_eq!(m.top(&encode(&state(0, 0.99))).0, Action::Reject);
+    }
+
+    #[test]
+    fn swapped_actions_are_refused_naming_the_action_list() {
+        let text =
+            edit(|v| v["actions"] = serde_json::json!(["route_b", "route_a", "route_c", "reject"]));
+        let e = Model::from_json(&text).unwrap_err();
+        assert!(matches!(e, ArtifactError::Actions { .. }));
+        assert!(e.to_string().contains("action list"), "{e}");
+    }
+
+    #[test]
+    fn other_encoder_version_is_refused() {
+        let e = Model::from_json(&edit(|v| v["encoder_version"] = 2.into())).unwrap_err();
+        assert_eq!(e, ArtifactError::EncoderVersion { got: 2 });
+        assert!(e.to_string().contains("encoder"));
+    }
+
+    #[test]
+    fn bad_shapes_are_refused() {
+        let cases: Vec<(&str, Box<dyn FnOnce(&mut serde_json::Value)>)> = vec![
+            (
+                "base_score",
+                Box::new(|v| v["model"]["base_score"] = serde_json::json!([0.0, 0.0])),
+            ),
+            (
+                "differ in length",
+                Box::new(|v| v["model"]["trees"][0]["value"] = serde_json::json!([0.0])),
+            ),
+            (
+                "beyond 16",
+                Box::new(|v| v["model"]["trees"][0]["feature"][0] = 16.into()),
+            ),
+            (
+                "children",
+                Box::new(|v| v["model"]["trees"][0]["left"][0] = 0.into()),
+            ),
+            (
+                "class",
+                Box::new(|v| v["model"]["trees"][1]["class"] = 4.into()),
+            ),
+            ("feature_dim", Box::new(|v| v["feature_dim"] = 15.into())),
+            ("threshold", Box::new(|v| v["threshold"] = 1.5.into())),
+            (
+                "temperature",
+                Box::new(|v| v["calibration"]["temperature"] = 0.0.into()),
+            ),
+        ];
+        for (needle, f) in cases {
+            let e = Model::from_json(&edit(f)).unwrap_err();
+            assert!(e.to_string().contains(needle), "{needle}: {e}");
+        }
+    }
+
+    #[test]
+    fn non_finite_numbers_are_refused() {
+        let text = TINY_ARTIFACT.replace("\"threshold\": 0.6", "\"threshold\": 1e999");
+        assert!(matches!(
+            Model::from_json(&text),
+            Err(ArtifactError::NonFinite(_))
+        ));
+        let text = TINY_ARTIFACT.replace("[0, -1.0, 6.0]", "[0, -1.0, -1e400]");
+        assert!(matches!(
+            Model::from_json(&text),
+            Err(ArtifactError::NonFinite(_))
+        ));
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        let e = Model::from_json(&edit(|v| v["extra"] = 1.into())).unwrap_err();
+        assert!(e.to_string().contains("extra"), "{e}");
+    }
+
+    #[test]
+    fn ranges_flag_outliers() {
+        let m = Model::from_json(TINY_ARTIFACT).unwrap();
+        assert_eq!(m.ranges().outlier(&state(3, 0.5)), None);
+        assert_eq!(m.ranges().outlier(&state(3, 1.5)), Some("current_load"));
+    }
+}
