@@ -345,6 +345,26 @@ impl Model {
             let root = nodes.len() as u32;
             roots.push((root, check_tree(ti, tree, &mut nodes)?));
         }
+        // Every number is finite, but a sum of them need not be: bound each action's margin
+        // by |base score| plus the largest |leaf| of each of its trees, added in inference
+        // order (rounding is monotonic, so the real margin never exceeds this bound). A
+        // finite bound means inference never overflows to inf and softmax never yields NaN.
+        let mut bound: [f64; NUM_ACTIONS] = std::array::from_fn(|c| a.model.base_score[c].abs());
+        for t in &a.model.trees {
+            let biggest = t
+                .feature
+                .iter()
+                .zip(&t.value)
+                .filter(|(f, _)| **f < 0)
+                .fold(0.0, |acc: f64, (_, v)| acc.max(v.abs()));
+            bound[t.class] += biggest;
+        }
+        if let Some(c) = bound.iter().position(|b| !b.is_finite()) {
+            return Err(ArtifactError::NonFinite(format!(
+                "the margin of {} (base_score plus leaf values overflow f64)",
+                ACTIONS[c]
+            )));
+        }
         Ok(Model {
             artifact,
             nodes,
