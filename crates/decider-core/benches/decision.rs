@@ -1,0 +1,164 @@
+//! Criterion micro-benchmarks of the decision path, stage by stage and whole.
+//!
+//! Stages: `parse` (request body text → JSON value), `validate` (value → [`State`]),
+//! `encode` (state → 16 features), `infer` (features → calibrated probabilities),
+//! `policy` (model output + rules → [`Decision`]), and `whole` (body text → decision JSON
+//! text, everything the Worker's `/v1/decide` does between reading the body and writing
+//! the response). Each iteration cycles through a fixed, seeded set of states so branchy
+//! code (tree traversal, rule hits, fallbacks) is not measured on one lucky path.
+//!
+//! The model is `model/decision-model.json` (the artifact the Worker embeds); when it is
+//! missing the tiny test artifact is used and the benchmark names say so.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use decider_core::model::tests_support::TINY_ARTIFACT;
+use decider_core::{
+    decide, encode, Decision, Gates, Inputs, Model, ModelOutcome, ModelOutput, PolicyConfig,
+    RuleTable, State, DEFAULT_RULES_JSON,
+};
+use serde_json::Value;
+use std::hint::black_box;
+
+/// Number of distinct states cycled through.
+const N_STATES: usize = 256;
+
+fn artifact() -> (String, &'static str) {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../model/decision-model.json"
+    );
+    match std::fs::read_to_string(path) {
+        Ok(text) if Model::from_json(&text).is_ok() => (text, "shipped"),
+        _ => (TINY_ARTIFACT.to_string(), "tiny"),
+    }
+}
+
+/// Seeded states covering every region, request type and hour, loads above 1 included.
+fn states() -> Vec<State> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move || {
+        // xorshift64*: deterministic, no dependency.
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+    };
+    (0..N_STATES)
+        .map(|i| State {
+            request_type: (i % 6) as u8,
+            region_id: (i % 10) as u8,
+            current_load: next() * 1.2,
+            recent_success_rate: next(),
+            queue_depth: (next() * 150.0).floor(),
+            hour: (i % 24) as u8,
+        })
+        .collect()
+}
+
+fn body(s: &State) -> String {
+    serde_json::json!({ "state": s.to_value() }).to_string()
+}
+
+struct Fixture {
+    model: Model,
+    rules: RuleTable,
+    cfg: PolicyConfig,
+}
+
+impl Fixture {
+    fn outcome(&self, s: &State) -> ModelOutcome {
+        match ModelOutput::from_probabilities(self.model.predict(&encode(s))) {
+            Ok(o) => ModelOutcome::Output(o),
+            Err(e) => ModelOutcome::Error(e),
+        }
+    }
+
+    fn policy(&self, s: &State, outcome: &ModelOutcome) -> Decision {
+        decide(
+            Inputs {
+                state: s,
+                outcome,
+                gates: Gates::default(),
+                rules: Some(&self.rules),
+                ranges: Some(self.model.ranges()),
+                model_version: Some(self.model.version()),
+            },
+            &self.cfg,
+        )
+    }
+
+    /// Body text → decision JSON, as the Worker's `/v1/decide` (minus HTTP and logging).
+    fn whole(&self, text: &str) -> String {
+        let v: Value = match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) => return e.to_string(),
+        };
+        let s = match State::from_value(&v["state"], 12) {
+            Ok(s) => s,
+            Err(e) => return e.to_string(),
+        };
+        let d = self.policy(&s, &self.outcome(&s));
+        serde_json::to_string(&d).unwrap_or_default()
+    }
+}
+
+fn benches(c: &mut Criterion) {
+    let (text, which) = artifact();
+    let model = Model::from_json(&text).expect("artifact loads");
+    let fx = Fixture {
+        cfg: PolicyConfig {
+            threshold: model.threshold(),
+            default_action: decider_core::Action::RouteA,
+            ood_check: true,
+            shadow: false,
+        },
+        rules: RuleTable::from_json(DEFAULT_RULES_JSON).expect("default rules load"),
+        model,
+    };
+    let states = states();
+    let bodies: Vec<String> = states.iter().map(body).collect();
+    let values: Vec<Value> = bodies
+        .iter()
+        .map(|b| serde_json::from_str::<Value>(b).expect("body parses")["state"].clone())
+        .collect();
+    let features: Vec<_> = states.iter().map(encode).collect();
+    let outcomes: Vec<_> = states.iter().map(|s| fx.outcome(s)).collect();
+
+    let mut g = c.benchmark_group(format!("decision/{which}-model"));
+    g.throughput(Throughput::Elements(1));
+    let mut i = 0usize;
+    let mut tick = move || {
+        i = (i + 1) % N_STATES;
+        i
+    };
+    g.bench_function("parse", |b| {
+        b.iter(|| serde_json::from_str::<Value>(black_box(&bodies[tick()])))
+    });
+    g.bench_function("validate", |b| {
+        b.iter(|| State::from_value(black_box(&values[tick()]), 12))
+    });
+    g.bench_function("encode", |b| b.iter(|| encode(black_box(&states[tick()]))));
+    g.bench_function("infer", |b| {
+        b.iter(|| fx.model.predict(black_box(&features[tick()])))
+    });
+    g.bench_function("policy", |b| {
+        b.iter(|| {
+            let k = tick();
+            fx.policy(black_box(&states[k]), black_box(&outcomes[k]))
+        })
+    });
+    g.bench_function("whole", |b| b.iter(|| fx.whole(black_box(&bodies[tick()]))));
+    g.finish();
+
+    let mut g = c.benchmark_group(format!("startup/{which}-model"));
+    g.bench_function("artifact_parse_validate", |b| {
+        b.iter(|| Model::from_json(black_box(&text)))
+    });
+    g.bench_function("rules_parse_validate", |b| {
+        b.iter(|| RuleTable::from_json(black_box(DEFAULT_RULES_JSON)))
+    });
+    g.finish();
+}
+
+criterion_group!(decision, benches);
+criterion_main!(decision);
