@@ -385,6 +385,8 @@ pub fn model_needed(gates: Gates, cfg: &PolicyConfig) -> bool {
 }
 
 /// Makes the decision. Never panics, for any state and any outcome.
+// `!(confidence >= threshold)` is deliberate: a NaN confidence must count as low.
+#[allow(clippy::neg_cmp_op_on_partial_ord)]
 pub fn decide(inp: Inputs<'_>, cfg: &PolicyConfig) -> Decision {
     let output = match inp.outcome {
         ModelOutcome::Output(o) => Some(*o),

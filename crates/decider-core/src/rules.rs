@@ -202,7 +202,7 @@ impl RuleTable {
             }
             let mut conditions = Vec::new();
             for (field, c) in &r.when {
-                conditions.push(check_condition(field, c).map_err(|m| err(m))?);
+                conditions.push(check_condition(field, c).map_err(&err)?);
             }
             rules.push(CheckedRule {
                 name: r.name,

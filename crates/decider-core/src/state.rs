@@ -292,9 +292,10 @@ fn as_object<'a>(v: &'a Value, what: &'static str) -> Result<&'a Map<String, Val
     })
 }
 
-fn signal_fields(
-    obj: &Map<String, Value>,
-) -> Result<(Option<f64>, Option<f64>, Option<f64>), StateError> {
+/// `(current_load, recent_success_rate, queue_depth)`, each present or not.
+type SignalFields = (Option<f64>, Option<f64>, Option<f64>);
+
+fn signal_fields(obj: &Map<String, Value>) -> Result<SignalFields, StateError> {
     Ok((
         num_field(obj, "current_load", None, "finite and >= 0")?,
         num_field(obj, "recent_success_rate", Some(1.0), "finite and 0..=1")?,
