@@ -1,7 +1,183 @@
-//! edge-decider Worker (placeholder until the Worker issue lands).
-use worker::*;
+//! edge-decider: the Cloudflare Worker, a thin adapter over decider-core.
+//!
+//! It parses requests, awaits I/O (the Workers AI binding), and hands the results to
+//! [`decider_core::decide`]; it holds no decision logic of its own (DESIGN §1, §7).
+//!
+//! # Layout
+//! - [`config`]: wrangler vars → validated [`config::Config`] (invalid values reported, defaulted).
+//! - [`engine`]: the embedded model (parsed once per isolate) and the Workers AI backend.
+//! - [`body`]: content type, size limit and the `{"state": …}` envelope.
+//! - [`error`]: the one mapping from errors to HTTP status and JSON body.
+//! - [`health`]: the `/v1/health` document.
+//! - [`log`]: one JSON log line per decision.
+//! - [`http`], [`clock`]: Worker glue (responses, bounded body reads, the JS clock).
+//!
+//! # Routes
+//! - `POST /v1/decide` — `{"state": {…}}` → decision JSON and `x-decision-*` headers.
+//! - `GET /v1/health` — model, versions, threshold, rules, configuration errors.
+//! - `POST /v1/debug/encode` — the encoded features of a state; only with
+//!   `DEBUG_ENDPOINTS=true` (off by default; the end-to-end tests check golden vectors with it).
+
+pub mod body;
+pub mod clock;
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod health;
+pub mod http;
+pub mod log;
+
+use config::{Config, VAR_NAMES};
+use decider_core::{encode, Gates, ENCODER_VERSION};
+use engine::{Engine, ModelHandle};
+use error::ApiError;
+use serde_json::json;
+use std::cell::RefCell;
+use std::rc::Rc;
+use worker::{event, Context, Env, Method, Request, Response};
+
+/// Raw variable values (in [`VAR_NAMES`] order) and the configuration parsed from them.
+type CachedConfig = (Vec<Option<String>>, Rc<Config>);
+
+thread_local! {
+    /// The configuration of this isolate, with the raw values it was parsed from. Vars do
+    /// not change within an isolate, so this parses once; the comparison keeps it correct
+    /// should an isolate ever be handed another environment.
+    static CONFIG: RefCell<Option<CachedConfig>> = const { RefCell::new(None) };
+}
+
+/// A variable's value as text: strings as they are, other JSON values (a TOML table
+/// in `[vars]`, a number) serialised.
+fn raw_var(env: &Env, name: &str) -> Option<String> {
+    let v = js_sys::Reflect::get(env, &wasm_bindgen::JsValue::from_str(name)).ok()?;
+    if v.is_undefined() || v.is_null() {
+        return None;
+    }
+    if let Some(s) = v.as_string() {
+        return Some(s);
+    }
+    js_sys::JSON::stringify(&v).ok().and_then(|s| s.as_string())
+}
+
+/// The validated configuration for this environment (parsed once per isolate).
+fn config(env: &Env) -> Rc<Config> {
+    let raw: Vec<Option<String>> = VAR_NAMES.iter().map(|n| raw_var(env, n)).collect();
+    CONFIG.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if let Some((seen, cfg)) = slot.as_ref() {
+            if *seen == raw {
+                return Rc::clone(cfg);
+            }
+        }
+        let cfg = Rc::new(Config::from_vars(|name| {
+            VAR_NAMES
+                .iter()
+                .position(|n| *n == name)
+                .and_then(|i| raw.get(i).cloned().flatten())
+        }));
+        *slot = Some((raw.clone(), Rc::clone(&cfg)));
+        cfg
+    })
+}
+
+#[event(start)]
+fn start() {
+    // A panic is a bug; this makes its message reach the log.
+    console_error_panic_hook::set_once();
+}
 
 #[event(fetch)]
-async fn fetch(_req: Request, _env: Env, _ctx: Context) -> Result<Response> {
-    Response::ok("edge-decider")
+async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
+    let cfg = config(&env);
+    let engine = Engine::new(&cfg, &env);
+    match route(req, &engine).await {
+        Ok(resp) => Ok(resp),
+        Err(e) => {
+            log::emit(
+                &json!({"ts": clock::iso_now(), "event": "internal_error", "error": e.to_string()}),
+            );
+            http::error(&ApiError::internal())
+        }
+    }
+}
+
+/// Dispatches a request. Client errors are answered here; `Err` is an internal failure.
+async fn route(mut req: Request, engine: &Engine<'_>) -> worker::Result<Response> {
+    let path = req.path();
+    let method = req.method();
+    let result = match path.as_str() {
+        "/v1/decide" => match method {
+            Method::Post => decide(&mut req, engine).await,
+            m => Err(ApiError::method_not_allowed(m.as_ref(), "POST")),
+        },
+        "/v1/health" => match method {
+            Method::Get | Method::Head => Ok(health(engine)?),
+            m => Err(ApiError::method_not_allowed(m.as_ref(), "GET, HEAD")),
+        },
+        "/v1/debug/encode" if engine.cfg.debug_endpoints => match method {
+            Method::Post => debug_encode(&mut req).await,
+            m => Err(ApiError::method_not_allowed(m.as_ref(), "POST")),
+        },
+        _ => Err(ApiError::not_found(&path)),
+    };
+    match result {
+        Ok(resp) => Ok(resp),
+        Err(e) => http::error(&e),
+    }
+}
+
+/// Reads and validates a `{"state": …}` body (content type, size, schema).
+async fn read_state(req: &mut Request) -> Result<decider_core::State, ApiError> {
+    let ct = req.headers().get("content-type").ok().flatten();
+    body::check_json_content_type(ct.as_deref())?;
+    let bytes = http::read_body(req).await?;
+    body::parse_state_body(&bytes, clock::utc_hour())
+}
+
+/// `POST /v1/decide`.
+async fn decide(req: &mut Request, engine: &Engine<'_>) -> Result<Response, ApiError> {
+    let state = read_state(req).await?;
+    let (d, detail) = engine.decide(&state, Gates::default()).await;
+    let request_id = req.headers().get("cf-ray").ok().flatten();
+    log::emit(&log::decision_record(
+        &clock::iso_now(),
+        request_id.as_deref(),
+        log::Endpoint::Decide,
+        &d,
+        detail.as_deref(),
+    ));
+    // Serialised from the struct, so fields keep the documented order (DESIGN §5).
+    let body = serde_json::to_string(&d).map_err(|_| ApiError::internal())?;
+    let resp = http::json_text(200, body).map_err(|_| ApiError::internal())?;
+    http::set_decision_headers(resp.headers(), &d).map_err(|_| ApiError::internal())?;
+    Ok(resp)
+}
+
+/// `GET /v1/health`.
+fn health(engine: &Engine<'_>) -> worker::Result<Response> {
+    let status = match &engine.model {
+        ModelHandle::Unavailable(why) => health::ModelStatus {
+            loaded: false,
+            version: None,
+            error: Some(why.clone()),
+        },
+        _ => health::ModelStatus {
+            loaded: true,
+            version: engine.model_version().map(str::to_string),
+            error: None,
+        },
+    };
+    let threshold = engine::threshold(engine.cfg, engine::embedded().ok());
+    http::json(200, &health::report(engine.cfg, &status, threshold))
+}
+
+/// `POST /v1/debug/encode` (only with `DEBUG_ENDPOINTS=true`).
+async fn debug_encode(req: &mut Request) -> Result<Response, ApiError> {
+    let state = read_state(req).await?;
+    let body = json!({
+        "encoder_version": ENCODER_VERSION,
+        "state": state.to_value(),
+        "features": encode(&state).to_vec(),
+    });
+    http::json(200, &body).map_err(|_| ApiError::internal())
 }

@@ -1,0 +1,188 @@
+// Test harness: runs the built Worker (build/index.js + wasm) in workerd through Miniflare,
+// with a stub Workers AI binding controlled from the test, and captures its log lines.
+import { Miniflare } from "miniflare";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import path from "node:path";
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+export const ACTIONS = ["route_a", "route_b", "route_c", "reject"];
+export const COMPAT_DATE = "2026-04-20";
+
+export function readJson(rel) {
+  return JSON.parse(readFileSync(path.join(ROOT, rel), "utf8"));
+}
+
+/** The example state from the README and issue 3. */
+export const EXAMPLE_STATE = Object.freeze({
+  request_type: 1,
+  region_id: 3,
+  current_load: 0.4,
+  recent_success_rate: 0.97,
+  queue_depth: 12,
+  hour: 14,
+});
+
+// The stub Workers AI binding. workers-rs checks the binding's constructor is named `Ai`.
+// Each run() asks the Node side (CONTROL) what to do, so a test can make the model answer,
+// throw, hang, or return garbage, and see exactly what the Worker sent. That round trip
+// costs milliseconds, so timing tests fix the behaviour up front instead (`ai: {static}`).
+const AI_STUB = `
+class Ai {
+  constructor(env) { this.env = env; }
+  async run(model, input) {
+    // STATIC (an inner binding) fixes the behaviour with no round trip to Node, for timing tests.
+    const { mode, answer } = this.env.STATIC ?? await (await this.env.CONTROL.fetch("http://control/run", {
+      method: "POST", body: JSON.stringify({ model, input }),
+    })).json();
+    switch (mode) {
+      case "answer": return answer;
+      case "throw": throw new Error("stub: inference failed");
+      case "hang": return new Promise(() => {});
+      case "nan-confidence": return { action: "route_b", confidence: NaN };
+      case "inf-probabilities": return { probabilities: [Infinity, 0, 0, 0] };
+      case "nan-probabilities": return { probabilities: { route_a: NaN, route_b: 0.5, route_c: 0.25, reject: 0.25 } };
+      case "undefined": return undefined;
+      default: throw new Error("stub: unknown mode " + mode);
+    }
+  }
+}
+export default function (env) { return new Ai(env); }
+`;
+
+// A binding whose constructor is not \`Ai\`: the Worker must treat the model as unavailable.
+const NOT_AI_STUB = `export default function () { return { run: async () => ({ action: "route_a", confidence: 1 }) }; }`;
+
+/**
+ * Starts the Worker.
+ * @param {object} opts
+ * @param {Record<string,string>} [opts.vars]  wrangler vars
+ * @param {boolean|"not-ai"|{static: {mode: string, answer?: any}}} [opts.ai]
+ *   true: the stub AI binding driven from the test; {static}: the stub with a fixed behaviour;
+ *   "not-ai": a binding whose constructor is not `Ai`
+ * @param {object} [opts.extra]                extra Miniflare options for the Worker
+ * @param {object[]} [opts.workers]            extra workers (origins, …)
+ */
+export async function startWorker({ vars = {}, ai = false, extra = {}, workers = [] } = {}) {
+  const logs = [];
+  const stdoutLines = [];
+  const aiState = { mode: "answer", answer: { action: "route_b", confidence: 0.99 }, calls: [] };
+  const main = {
+    name: "decider",
+    modules: true,
+    scriptPath: path.join(ROOT, "build/index.js"),
+    modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
+    compatibilityDate: COMPAT_DATE,
+    bindings: vars,
+    ...extra,
+  };
+  const all = [main];
+  if (ai === true || ai?.static) {
+    main.wrappedBindings = { AI: { scriptName: "ai-stub", bindings: ai.static ? { STATIC: ai.static } : {} } };
+    all.push({
+      name: "ai-stub",
+      modules: true,
+      script: AI_STUB,
+      serviceBindings: {
+        async CONTROL(request) {
+          const call = await request.json();
+          aiState.calls.push(call);
+          return Response.json({ mode: aiState.mode, answer: aiState.answer });
+        },
+      },
+    });
+  } else if (ai === "not-ai") {
+    main.wrappedBindings = { AI: { scriptName: "not-ai" } };
+    all.push({ name: "not-ai", modules: true, script: NOT_AI_STUB });
+  }
+  all.push(...workers);
+  let pending = "";
+  const mf = new Miniflare({
+    workers: all,
+    handleRuntimeStdio(stdout, stderr) {
+      stdout.on("data", (chunk) => {
+        pending += chunk.toString();
+        let i;
+        while ((i = pending.indexOf("\n")) >= 0) {
+          const line = pending.slice(0, i);
+          pending = pending.slice(i + 1);
+          stdoutLines.push(line);
+          try {
+            logs.push(JSON.parse(line));
+          } catch {
+            // not a JSON line (workerd banner etc.)
+          }
+        }
+      });
+      stderr.on("data", (chunk) => {
+        if (process.env.E2E_VERBOSE) process.stderr.write(chunk);
+      });
+    },
+  });
+  await mf.ready;
+  const fetch = (p, init) => mf.dispatchFetch(new URL(p, "http://localhost"), init);
+  // Warm the isolate (wasm instantiation) so timings measure requests, not start-up.
+  await (await fetch("/v1/health")).arrayBuffer();
+  return {
+    mf,
+    fetch,
+    logs,
+    stdoutLines,
+    ai: aiState,
+    /** POST /v1/decide with a JSON body. */
+    decide(body, headers = {}) {
+      return fetch("/v1/decide", {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: typeof body === "string" ? body : JSON.stringify(body),
+      });
+    },
+    /** Waits until `pred` holds for some log record (logs arrive asynchronously). */
+    async waitForLog(pred, timeoutMs = 2000) {
+      const end = Date.now() + timeoutMs;
+      for (;;) {
+        const hit = logs.find(pred);
+        if (hit) return hit;
+        if (Date.now() > end) throw new Error("no matching log line; got:\n" + stdoutLines.join("\n"));
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    },
+    dispose: () => mf.dispose(),
+  };
+}
+
+/** Deterministic PRNG (mulberry32) for generated cases. */
+export function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Asserts the DESIGN §5 decision shape and that headers mirror the body. */
+export function checkDecisionShape(expect, res, d) {
+  expect(res.status).toBe(200);
+  expect(res.headers.get("content-type")).toBe("application/json");
+  expect(ACTIONS).toContain(d.action);
+  expect(["model", "rules", "default"]).toContain(d.source);
+  expect(d.encoder_version).toBe(1);
+  expect(Number.isInteger(d.decision_us) && d.decision_us >= 0).toBe(true);
+  expect(Object.keys(d).slice(0, 8)).toEqual([
+    "action", "confidence", "source", "fallback_reason", "model_version",
+    "encoder_version", "probabilities", "decision_us",
+  ]);
+  expect(res.headers.get("x-decision-action")).toBe(d.action);
+  expect(res.headers.get("x-decision-source")).toBe(d.source);
+  expect(res.headers.get("x-decision-model-version")).toBe(d.model_version ?? "none");
+  if (d.source === "model") expect(d.fallback_reason).toBeNull();
+  else expect(d.fallback_reason).not.toBeNull();
+  if (d.probabilities) {
+    expect(Object.keys(d.probabilities)).toEqual(ACTIONS);
+    const sum = Object.values(d.probabilities).reduce((a, b) => a + b, 0);
+    expect(Math.abs(sum - 1)).toBeLessThan(1e-9);
+  }
+}
