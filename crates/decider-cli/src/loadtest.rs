@@ -553,36 +553,44 @@ impl Client {
         let Ok(_permit) = self.permits.acquire().await else {
             return Outcome::Failed("io");
         };
-        let mut conn = match self.take_idle() {
-            Some(mut c) => match c.ready().await {
-                Ok(()) => c,
-                Err(_) => match self.connect().await {
+        let mut reused = self.take_idle();
+        loop {
+            let was_reused = reused.is_some();
+            let mut conn = match reused.take() {
+                Some(c) => c,
+                None => match self.connect().await {
                     Ok(c) => c,
                     Err(k) => return Outcome::Failed(k),
                 },
-            },
-            None => match self.connect().await {
-                Ok(c) => c,
-                Err(k) => return Outcome::Failed(k),
-            },
-        };
-        if conn.ready().await.is_err() {
-            return Outcome::Failed("io");
+            };
+            let sent = match conn.ready().await {
+                Ok(()) => conn.send_request(self.request()).await,
+                Err(e) => Err(e),
+            };
+            let resp = match sent {
+                Ok(r) => r,
+                // A kept-alive connection the server closed while it sat idle: the request
+                // never reached the server, so send it again on a fresh connection, once
+                // (what HTTP clients do). Failures on a fresh connection count.
+                Err(e)
+                    if was_reused
+                        && (e.is_canceled() || e.is_closed() || e.is_incomplete_message()) =>
+                {
+                    continue
+                }
+                Err(_) => return Outcome::Failed("io"),
+            };
+            let status = resp.status().as_u16();
+            let source = resp
+                .headers()
+                .get(SOURCE_HEADER)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+            if resp.into_body().collect().await.is_err() {
+                return Outcome::Failed("io");
+            }
+            self.put_idle(conn);
+            return Outcome::Response { status, source };
         }
-        let resp = match conn.send_request(self.request()).await {
-            Ok(r) => r,
-            Err(_) => return Outcome::Failed("io"),
-        };
-        let status = resp.status().as_u16();
-        let source = resp
-            .headers()
-            .get(SOURCE_HEADER)
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        if resp.into_body().collect().await.is_err() {
-            return Outcome::Failed("io");
-        }
-        self.put_idle(conn);
-        Outcome::Response { status, source }
     }
 }
 
@@ -800,6 +808,12 @@ mod tests {
     /// A keep-alive HTTP/1.1 server on 127.0.0.1 that answers per `behaviour`. It runs on
     /// its own thread and runtime for the life of the test process.
     fn server(behaviour: Behaviour) -> SocketAddr {
+        server_with(behaviour, false)
+    }
+
+    /// As [`server`]; with `close`, the server closes each connection after one response
+    /// without saying so (no `connection: close`), as a server dropping idle keep-alives does.
+    fn server_with(behaviour: Behaviour, close: bool) -> SocketAddr {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         listener.set_nonblocking(true).unwrap();
@@ -850,7 +864,7 @@ mod tests {
                                 .map_or(String::new(), |s| format!("{SOURCE_HEADER}: {s}\r\n"));
                             let resp =
                                 format!("HTTP/1.1 {status} X\r\ncontent-length: 2\r\n{src}\r\nok");
-                            if sock.write_all(resp.as_bytes()).await.is_err() {
+                            if sock.write_all(resp.as_bytes()).await.is_err() || close {
                                 return;
                             }
                         }
@@ -989,6 +1003,22 @@ mod tests {
         let r = report(&a);
         assert_eq!(r.steps[0].errors.get("connect"), Some(&20));
         assert!(r.knee.unwrap().reason.contains("connect 20"));
+    }
+
+    #[test]
+    fn connections_closed_by_the_server_are_replaced_not_counted_as_errors() {
+        fn b(_: u64) -> (u16, Duration, Option<&'static str>) {
+            (200, Duration::ZERO, Some("model"))
+        }
+        let mut a = args(format!("http://{}/", server_with(b, true)));
+        a.connections = 2;
+        let s = report(&a).steps.remove(0);
+        assert_eq!(
+            (s.sent, s.ok, s.error_count()),
+            (100, 100, 0),
+            "{:?}",
+            s.errors
+        );
     }
 
     #[test]

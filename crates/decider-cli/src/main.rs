@@ -1,1 +1,455 @@
-fn main() {}
+//! `decider`: simulate data, train and calibrate the model the Worker embeds, evaluate it,
+//! run decisions through the Worker's policy, and load-test a running Worker.
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use decider_cli::dataset;
+use decider_cli::gbdt::GbdtParams;
+use decider_cli::metrics::{evaluate, Evaluation};
+use decider_cli::report;
+use decider_cli::serve::Decider;
+use decider_cli::simulate::{simulate, SimOptions, LABEL_NOISE};
+use decider_cli::train::{self, TrainOptions};
+use decider_core::{Model, RuleTable, State, ACTIONS};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::{json, Value};
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+mod loadtest;
+
+#[derive(Parser)]
+#[command(name = "decider", version, about = "Train, evaluate and exercise the edge-decider routing model", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Generate a labelled synthetic dataset from the built-in routing simulator.
+    #[command(
+        after_help = "Examples:\n  decider simulate --rows 20000 --seed 1 --out data/train.jsonl\n  decider simulate --rows 5000 --seed 9 --shifted --out data/shifted.jsonl"
+    )]
+    Simulate(SimulateArgs),
+    /// Train, early-stop, calibrate and pick the threshold; write artifact, model card and curve.
+    #[command(
+        after_help = "Examples:\n  decider train --data data/train.jsonl --out model/decision-model.json\n  decider train --data train.jsonl --valid valid.jsonl --seed 7 --target-accuracy 0.995 --out m.json"
+    )]
+    Train(TrainArgs),
+    /// Evaluate a model on a labelled dataset: accuracy, coverage, fallbacks, confusion, ECE.
+    #[command(
+        after_help = "Examples:\n  decider eval --model model/decision-model.json --data data/test.jsonl\n  decider eval --model m.json --data test.jsonl --threshold 0.9 --json | jq .system_accuracy"
+    )]
+    Eval(EvalArgs),
+    /// Decide for JSONL states on stdin (bare states or {\"state\": …}); JSONL decisions on stdout.
+    #[command(
+        after_help = "Examples:\n  echo '{\"state\":{\"request_type\":1,\"region_id\":3,\"current_load\":0.4,\"recent_success_rate\":0.97,\"queue_depth\":12,\"hour\":14}}' \\\n    | decider decide --model model/decision-model.json\n\nA line that is not a valid state yields {\"line\": N, \"error\": {…}} on stdout; the exit code is then 1."
+    )]
+    Decide(DecideArgs),
+    /// Load-test a running Worker: open-loop constant rate or step ramp; latency percentiles,
+    /// errors by kind, decisions by x-decision-source.
+    Loadtest(loadtest::LoadtestArgs),
+}
+
+#[derive(Args)]
+struct SimulateArgs {
+    /// Number of rows.
+    #[arg(long)]
+    rows: usize,
+    /// Random seed; the same seed gives the same file.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output JSONL file.
+    #[arg(long)]
+    out: PathBuf,
+    /// Shifted traffic: loads above 1, deep queues, low success rates.
+    #[arg(long)]
+    shifted: bool,
+    /// Label noise probability.
+    #[arg(long, default_value_t = LABEL_NOISE)]
+    noise: f64,
+    /// Print a JSON summary instead of a line of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct TrainArgs {
+    /// Training dataset (JSONL).
+    #[arg(long)]
+    data: PathBuf,
+    /// Output artifact (JSON). The model card (.md) and curve (.curve.svg) are written beside it.
+    #[arg(long)]
+    out: PathBuf,
+    /// Validation dataset; without it, a seeded share of --data is held out.
+    #[arg(long)]
+    valid: Option<PathBuf>,
+    /// Seed for the train/validation split.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Share held out for validation when --valid is absent.
+    #[arg(long, default_value_t = 0.2)]
+    valid_fraction: f64,
+    /// Validation accuracy the model-decided share must keep; sets the threshold.
+    #[arg(long, default_value_t = 0.99)]
+    target_accuracy: f64,
+    /// Rule table used for the system-accuracy metrics (default: the shipped table).
+    #[arg(long)]
+    rules: Option<PathBuf>,
+    /// Shrinkage per tree.
+    #[arg(long, default_value_t = GbdtParams::default().learning_rate)]
+    learning_rate: f64,
+    /// Upper bound on boosting rounds (early stopping usually ends sooner).
+    #[arg(long, default_value_t = GbdtParams::default().max_rounds)]
+    max_rounds: usize,
+    /// Leaves per tree.
+    #[arg(long, default_value_t = GbdtParams::default().max_leaves)]
+    max_leaves: usize,
+    /// Minimum rows per leaf.
+    #[arg(long, default_value_t = GbdtParams::default().min_samples_leaf)]
+    min_samples_leaf: usize,
+    /// Keep the early-stopped model instead of refitting on all rows of --data.
+    #[arg(long)]
+    no_refit: bool,
+    /// Markdown appended to the model card (e.g. the peer comparison).
+    #[arg(long)]
+    card_extra: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+    /// Print the training summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct ModelArgs {
+    /// Model artifact (JSON).
+    #[arg(long)]
+    model: PathBuf,
+    /// Rule table for fallbacks (default: the shipped rules/default.json).
+    #[arg(long)]
+    rules: Option<PathBuf>,
+    /// Override the artifact's confidence threshold.
+    #[arg(long)]
+    threshold: Option<f64>,
+    /// Disable the out-of-distribution check.
+    #[arg(long)]
+    no_ood: bool,
+}
+
+#[derive(Args)]
+struct EvalArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Labelled dataset (JSONL).
+    #[arg(long)]
+    data: PathBuf,
+    /// Write the accuracy–coverage curve as SVG.
+    #[arg(long)]
+    curve: Option<PathBuf>,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct DecideArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Simulate(a) => cmd_simulate(a),
+        Command::Train(a) => cmd_train(a),
+        Command::Eval(a) => cmd_eval(a),
+        Command::Decide(a) => cmd_decide(a),
+        Command::Loadtest(a) => loadtest::run(&a),
+    };
+    if let Err(e) = result {
+        let msg = format!("{e:#}").replace('\n', " ");
+        eprintln!("decider: error: {msg}");
+        std::process::exit(1);
+    }
+}
+
+fn load_rules(path: Option<&Path>) -> Result<RuleTable> {
+    match path {
+        None => RuleTable::from_json(decider_core::DEFAULT_RULES_JSON).map_err(|e| anyhow!("{e}")),
+        Some(p) => {
+            let text = std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?;
+            RuleTable::from_json(&text).map_err(|e| anyhow!("{}: {e}", p.display()))
+        }
+    }
+}
+
+fn load_decider(a: &ModelArgs) -> Result<Decider> {
+    let text =
+        std::fs::read_to_string(&a.model).with_context(|| format!("{}", a.model.display()))?;
+    let model = Model::from_json(&text).map_err(|e| anyhow!("{}: {e}", a.model.display()))?;
+    let rules = load_rules(a.rules.as_deref())?;
+    Decider::new(model, rules, a.threshold, !a.no_ood).map_err(|e| anyhow!("--threshold: {e}"))
+}
+
+fn cmd_simulate(a: SimulateArgs) -> Result<()> {
+    if a.rows == 0 {
+        bail!("--rows must be at least 1");
+    }
+    if !(0.0..=1.0).contains(&a.noise) {
+        bail!("--noise must be in [0, 1], got {}", a.noise);
+    }
+    let rows = simulate(SimOptions {
+        rows: a.rows,
+        seed: a.seed,
+        shifted: a.shifted,
+        noise: a.noise,
+    });
+    dataset::write(&a.out, &rows)?;
+    let mut counts = [0usize; 4];
+    rows.iter().for_each(|(_, act)| counts[act.index()] += 1);
+    if a.json {
+        let by: serde_json::Map<String, Value> = ACTIONS
+            .iter()
+            .zip(counts)
+            .map(|(n, c)| (n.to_string(), json!(c)))
+            .collect();
+        println!(
+            "{}",
+            json!({"rows": a.rows, "seed": a.seed, "shifted": a.shifted, "out": a.out, "actions": by})
+        );
+    } else {
+        let parts: Vec<String> = ACTIONS
+            .iter()
+            .zip(counts)
+            .map(|(n, c)| format!("{n} {c}"))
+            .collect();
+        println!(
+            "wrote {} rows to {} ({})",
+            a.rows,
+            a.out.display(),
+            parts.join(", ")
+        );
+    }
+    Ok(())
+}
+
+fn sibling(out: &Path, suffix: &str) -> PathBuf {
+    let stem = out
+        .file_stem()
+        .map_or("model".into(), |s| s.to_string_lossy().to_string());
+    out.with_file_name(format!("{stem}{suffix}"))
+}
+
+fn cmd_train(a: TrainArgs) -> Result<()> {
+    let started = Instant::now();
+    let data = dataset::read(&a.data)?;
+    let valid = a.valid.as_deref().map(dataset::read).transpose()?;
+    let rules = load_rules(a.rules.as_deref())?;
+    let opts = TrainOptions {
+        seed: a.seed,
+        valid_fraction: a.valid_fraction,
+        target_accuracy: a.target_accuracy,
+        params: GbdtParams {
+            learning_rate: a.learning_rate,
+            max_rounds: a.max_rounds,
+            max_leaves: a.max_leaves,
+            min_samples_leaf: a.min_samples_leaf,
+            ..GbdtParams::default()
+        },
+        refit: !a.no_refit,
+    };
+    let bar = if a.quiet || !std::io::stderr().is_terminal() {
+        ProgressBar::hidden()
+    } else {
+        let b =
+            ProgressBar::with_draw_target(Some(a.max_rounds as u64), ProgressDrawTarget::stderr());
+        b.set_style(
+            ProgressStyle::with_template("{spinner} round {pos}/{len} {bar:30} {msg} [{elapsed}]")
+                .expect("static template"),
+        );
+        b
+    };
+    let trained = train::train(&data, valid.as_ref(), &opts, &rules, |r| {
+        bar.set_position(r.round as u64);
+        bar.set_message(format!(
+            "loss {:.4} val_loss {:.4} val_acc {:.2}%",
+            r.train_loss,
+            r.valid_loss,
+            r.valid_accuracy * 100.0
+        ));
+    })
+    .map_err(|e| anyhow!(e))?;
+    bar.finish_and_clear();
+    let art = &trained.artifact;
+    std::fs::write(&a.out, train::to_json(art)).with_context(|| format!("{}", a.out.display()))?;
+    let svg_path = sibling(&a.out, ".curve.svg");
+    let card_path = sibling(&a.out, ".md");
+    let title = format!("{}: validation accuracy vs coverage", art.model_version);
+    std::fs::write(
+        &svg_path,
+        report::curve_svg(&trained.curve, art.threshold, &title),
+    )
+    .with_context(|| format!("{}", svg_path.display()))?;
+    let extra = match &a.card_extra {
+        Some(p) => std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?,
+        None => String::new(),
+    };
+    let svg_name = svg_path
+        .file_name()
+        .map_or(String::new(), |s| s.to_string_lossy().to_string());
+    std::fs::write(&card_path, report::model_card(art, &svg_name, &extra))
+        .with_context(|| format!("{}", card_path.display()))?;
+    let secs = started.elapsed().as_secs_f64();
+    if a.json {
+        let mut s = trained.summary.clone();
+        s["seconds"] = json!(secs);
+        s["out"] = json!(a.out);
+        println!("{s}");
+    } else {
+        let m = &art.training["metrics"];
+        println!(
+            "{}: {} rounds in {:.1}s; validation accuracy {:.2}%, threshold {:.3} (coverage {:.1}%, accuracy there {:.2}%), temperature {:.3}",
+            art.model_version,
+            art.training["rounds"],
+            secs,
+            m["valid_accuracy"].as_f64().unwrap_or(0.0) * 100.0,
+            art.threshold,
+            m["valid_coverage_at_threshold"].as_f64().unwrap_or(0.0) * 100.0,
+            m["valid_accuracy_at_threshold"].as_f64().unwrap_or(0.0) * 100.0,
+            art.calibration.temperature
+        );
+        println!(
+            "wrote {}, {}, {}",
+            a.out.display(),
+            card_path.display(),
+            svg_path.display()
+        );
+    }
+    Ok(())
+}
+
+fn print_eval(e: &Evaluation) {
+    println!("model {}  rows {}", e.model_version, e.n);
+    println!("accuracy (argmax)       {:>7.2}%", e.accuracy * 100.0);
+    println!("threshold               {:>8.4}", e.threshold);
+    println!("coverage                {:>7.2}%", e.coverage * 100.0);
+    println!(
+        "accuracy at threshold   {:>7.2}%",
+        e.accuracy_at_threshold * 100.0
+    );
+    println!(
+        "system accuracy         {:>7.2}%   (model ≥ threshold, rules below)",
+        e.system_accuracy * 100.0
+    );
+    println!("rules alone             {:>7.2}%", e.rules_accuracy * 100.0);
+    println!(
+        "fallback rate           {:>7.2}%   {:?}",
+        e.fallback_rate * 100.0,
+        e.fallback_reasons
+    );
+    println!("ECE                     {:>8.4}", e.ece);
+    println!(
+        "\n{:<10}{:>10}{:>10}{:>10}",
+        "action", "precision", "recall", "support"
+    );
+    for name in ACTIONS {
+        let m = &e.per_action[name];
+        println!(
+            "{:<10}{:>9.2}%{:>9.2}%{:>10}",
+            name,
+            m.precision * 100.0,
+            m.recall * 100.0,
+            m.support
+        );
+    }
+    println!("\nconfusion (rows: true, columns: predicted)");
+    println!(
+        "{:<10}{}",
+        "",
+        ACTIONS
+            .iter()
+            .map(|a| format!("{a:>9}"))
+            .collect::<String>()
+    );
+    for (i, row) in e.confusion.iter().enumerate() {
+        println!(
+            "{:<10}{}",
+            ACTIONS[i],
+            row.iter().map(|c| format!("{c:>9}")).collect::<String>()
+        );
+    }
+}
+
+fn cmd_eval(a: EvalArgs) -> Result<()> {
+    let d = load_decider(&a.model)?;
+    let data = dataset::read(&a.data)?;
+    let e = evaluate(&d, &data.rows);
+    if let Some(p) = &a.curve {
+        let title = format!("{} on {}", e.model_version, a.data.display());
+        std::fs::write(p, report::curve_svg(&e.curve, e.threshold, &title))
+            .with_context(|| format!("{}", p.display()))?;
+    }
+    if a.json {
+        println!("{}", serde_json::to_string(&e)?);
+    } else {
+        print_eval(&e);
+    }
+    Ok(())
+}
+
+fn utc_hour() -> u8 {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    ((secs / 3600) % 24) as u8
+}
+
+fn cmd_decide(a: DecideArgs) -> Result<()> {
+    let d = load_decider(&a.model)?;
+    let stdin = std::io::stdin();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut bad = 0usize;
+    for (i, line) in stdin.lock().lines().enumerate() {
+        let line = line.with_context(|| format!("stdin:{}", i + 1))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let t0 = Instant::now();
+        let parsed = serde_json::from_str::<Value>(&line)
+            .map_err(|e| decider_core::StateError::Json {
+                line: i + 1,
+                column: e.column(),
+                message: e.to_string(),
+            })
+            .and_then(|v| match v.get("state") {
+                Some(s) if v.as_object().is_some_and(|o| o.len() == 1) => {
+                    State::from_value(s, utc_hour()).map_err(|e| e.within("state"))
+                }
+                _ => State::from_value(&v, utc_hour()),
+            });
+        match parsed {
+            Ok(s) => {
+                let mut dec = d.decide(&s);
+                dec.decision_us = t0.elapsed().as_micros() as u64;
+                writeln!(out, "{}", serde_json::to_string(&dec)?)?;
+            }
+            Err(e) => {
+                bad += 1;
+                writeln!(
+                    out,
+                    "{}",
+                    json!({"line": i + 1, "error": {"code": e.code(), "message": e.to_string(), "field": e.field()}})
+                )?;
+            }
+        }
+    }
+    out.flush()?;
+    if bad > 0 {
+        bail!("{bad} input line(s) were not valid states (see the error lines on stdout)");
+    }
+    Ok(())
+}

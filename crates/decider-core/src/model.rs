@@ -100,18 +100,17 @@ pub struct Ensemble {
     pub kind: String,
     /// Initial margin per action.
     pub base_score: Vec<f64>,
-    /// Trees; tree `i` adds to the margin of action `trees[i].class`.
+    /// Trees; each leaf adds one value to the margin of every action.
     pub trees: Vec<Tree>,
 }
 
-/// One regression tree in struct-of-arrays form. Node 0 is the root. A node with
-/// `feature[i] < 0` is a leaf worth `value[i]`; otherwise go to `left[i]` when
-/// `x[feature[i]] <= threshold[i]`, else to `right[i]`. Children come after parents.
+/// One multi-output regression tree in struct-of-arrays form. Node 0 is the root. A node
+/// with `feature[i] < 0` is a leaf adding `value[i][k]` to the margin of action `k`;
+/// otherwise go to `left[i]` when `x[feature[i]] <= threshold[i]`, else to `right[i]`.
+/// Children come after their parent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Tree {
-    /// Action index whose margin this tree adds to.
-    pub class: usize,
     /// Split feature per node, -1 for leaves.
     pub feature: Vec<i32>,
     /// Split threshold per node (0 for leaves).
@@ -120,8 +119,8 @@ pub struct Tree {
     pub left: Vec<u32>,
     /// Right child per node (0 for leaves).
     pub right: Vec<u32>,
-    /// Leaf value per node (0 for internal nodes).
-    pub value: Vec<f64>,
+    /// Leaf values per node, one per action in action order (zeros for internal nodes).
+    pub value: Vec<[f64; NUM_ACTIONS]>,
 }
 
 /// Confidence calibration: probabilities are `softmax(margin / temperature)`.
@@ -217,8 +216,8 @@ struct Node {
     left: u32,
     /// Child for `x > threshold`.
     right: u32,
-    /// Threshold for splits, value for leaves.
-    value: f64,
+    /// Split threshold (unused for leaves).
+    threshold: f64,
 }
 
 const LEAF: u16 = u16::MAX;
@@ -227,9 +226,12 @@ const LEAF: u16 = u16::MAX;
 #[derive(Debug, Clone)]
 pub struct Model {
     artifact: Artifact,
+    /// All trees' nodes, flattened; a leaf's `left` indexes `leaves`.
     nodes: Vec<Node>,
-    /// `(root index into nodes, class)` per tree.
-    roots: Vec<(u32, u8)>,
+    /// Leaf values.
+    leaves: Vec<[f64; NUM_ACTIONS]>,
+    /// Root node index per tree.
+    roots: Vec<u32>,
 }
 
 impl Model {
@@ -340,10 +342,11 @@ impl Model {
             finite(*v, &format!("model.base_score[{k}]"))?;
         }
         let mut nodes = Vec::new();
+        let mut leaves = Vec::new();
         let mut roots = Vec::with_capacity(a.model.trees.len());
         for (ti, tree) in a.model.trees.iter().enumerate() {
-            let root = nodes.len() as u32;
-            roots.push((root, check_tree(ti, tree, &mut nodes)?));
+            roots.push(nodes.len() as u32);
+            check_tree(ti, tree, &mut nodes, &mut leaves)?;
         }
         // Every number is finite, but a sum of them need not be: bound each action's margin
         // by |base score| plus the largest |leaf| of each of its trees, added in inference
@@ -351,13 +354,15 @@ impl Model {
         // finite bound means inference never overflows to inf and softmax never yields NaN.
         let mut bound: [f64; NUM_ACTIONS] = std::array::from_fn(|c| a.model.base_score[c].abs());
         for t in &a.model.trees {
-            let biggest = t
-                .feature
-                .iter()
-                .zip(&t.value)
-                .filter(|(f, _)| **f < 0)
-                .fold(0.0, |acc: f64, (_, v)| acc.max(v.abs()));
-            bound[t.class] += biggest;
+            for (k, b) in bound.iter_mut().enumerate() {
+                let biggest = t
+                    .feature
+                    .iter()
+                    .zip(&t.value)
+                    .filter(|(f, _)| **f < 0)
+                    .fold(0.0, |acc: f64, (_, v)| acc.max(v[k].abs()));
+                *b += biggest;
+            }
         }
         if let Some(c) = bound.iter().position(|b| !b.is_finite()) {
             return Err(ArtifactError::NonFinite(format!(
@@ -368,6 +373,7 @@ impl Model {
         Ok(Model {
             artifact,
             nodes,
+            leaves,
             roots,
         })
     }
@@ -396,19 +402,19 @@ impl Model {
     pub fn margins(&self, x: &Features) -> [f64; NUM_ACTIONS] {
         let mut m = [0.0; NUM_ACTIONS];
         m.copy_from_slice(&self.artifact.model.base_score);
-        for &(root, class) in &self.roots {
-            let mut i = root as usize;
-            loop {
-                let n = self.nodes[i];
-                if n.feature == LEAF {
-                    m[class as usize] += n.value;
-                    break;
-                }
-                i = if x[n.feature as usize] <= n.value {
-                    n.left as usize
+        for &root in &self.roots {
+            let mut n = self.nodes[root as usize];
+            while n.feature != LEAF {
+                let next = if x[n.feature as usize] <= n.threshold {
+                    n.left
                 } else {
-                    n.right as usize
+                    n.right
                 };
+                n = self.nodes[next as usize];
+            }
+            let v = &self.leaves[n.left as usize];
+            for k in 0..NUM_ACTIONS {
+                m[k] += v[k];
             }
         }
         m
@@ -426,7 +432,12 @@ impl Model {
 }
 
 /// Validates one tree and appends its nodes (with absolute child indices) to `nodes`.
-fn check_tree(ti: usize, t: &Tree, nodes: &mut Vec<Node>) -> Result<u8, ArtifactError> {
+fn check_tree(
+    ti: usize,
+    t: &Tree,
+    nodes: &mut Vec<Node>,
+    leaves: &mut Vec<[f64; NUM_ACTIONS]>,
+) -> Result<(), ArtifactError> {
     let n = t.feature.len();
     let shape = |m: String| ArtifactError::Shape(format!("tree {ti}: {m}"));
     if n == 0 {
@@ -445,22 +456,20 @@ fn check_tree(ti: usize, t: &Tree, nodes: &mut Vec<Node>) -> Result<u8, Artifact
             "feature, threshold, left, right and value differ in length".into(),
         ));
     }
-    if t.class >= NUM_ACTIONS {
-        return Err(shape(format!("class {} is not an action index", t.class)));
-    }
     let base = nodes.len() as u32;
     for i in 0..n {
         let (f, th, v) = (t.feature[i], t.threshold[i], t.value[i]);
-        if !th.is_finite() || !v.is_finite() {
+        if !th.is_finite() || v.iter().any(|x| !x.is_finite()) {
             return Err(ArtifactError::NonFinite(format!("tree {ti} node {i}")));
         }
         if f < 0 {
             nodes.push(Node {
                 feature: LEAF,
-                left: 0,
+                left: leaves.len() as u32,
                 right: 0,
-                value: v,
+                threshold: 0.0,
             });
+            leaves.push(v);
             continue;
         }
         if f as usize >= FEATURE_DIM {
@@ -480,10 +489,10 @@ fn check_tree(ti: usize, t: &Tree, nodes: &mut Vec<Node>) -> Result<u8, Artifact
             feature: f as u16,
             left: base + l as u32,
             right: base + r as u32,
-            value: th,
+            threshold: th,
         });
     }
-    Ok(t.class as u8)
+    Ok(())
 }
 
 /// Softmax of `m / temperature`, numerically stable.
@@ -520,8 +529,10 @@ pub mod tests_support {
       "format_version": 1, "model_version": "tiny-test", "encoder_version": 1,
       "actions": ["route_a", "route_b", "route_c", "reject"], "feature_dim": 16,
       "model": {"kind": "gbdt", "base_score": [0.0, 0.0, 0.0, 0.0], "trees": [
-        {"class": 1, "feature": [9, -1, -1], "threshold": [0.5, 0, 0], "left": [1, 0, 0], "right": [2, 0, 0], "value": [0, -1.0, 4.0]},
-        {"class": 3, "feature": [1, -1, -1], "threshold": [0.95, 0, 0], "left": [1, 0, 0], "right": [2, 0, 0], "value": [0, -1.0, 6.0]}
+        {"feature": [9, -1, -1], "threshold": [0.5, 0, 0], "left": [1, 0, 0], "right": [2, 0, 0],
+         "value": [[0, 0, 0, 0], [0, -1.0, 0, 0], [0, 4.0, 0, 0]]},
+        {"feature": [1, -1, -1], "threshold": [0.95, 0, 0], "left": [1, 0, 0], "right": [2, 0, 0],
+         "value": [[0, 0, 0, 0], [0, 0, 0, -1.0], [0, 0, 0, 6.0]]}
       ]},
       "calibration": {"method": "temperature", "temperature": 1.0},
       "threshold": 0.6,
@@ -590,7 +601,9 @@ mod tests {
             ),
             (
                 "differ in length",
-                Box::new(|v| v["model"]["trees"][0]["value"] = serde_json::json!([0.0])),
+                Box::new(|v| {
+                    v["model"]["trees"][0]["value"] = serde_json::json!([[0.0, 0.0, 0.0, 0.0]])
+                }),
             ),
             (
                 "beyond 16",
@@ -601,8 +614,10 @@ mod tests {
                 Box::new(|v| v["model"]["trees"][0]["left"][0] = 0.into()),
             ),
             (
-                "class",
-                Box::new(|v| v["model"]["trees"][1]["class"] = 4.into()),
+                "length 4",
+                Box::new(|v| {
+                    v["model"]["trees"][1]["value"][1] = serde_json::json!([1.0, 2.0, 3.0])
+                }),
             ),
             ("feature_dim", Box::new(|v| v["feature_dim"] = 15.into())),
             ("threshold", Box::new(|v| v["threshold"] = 1.5.into())),
@@ -624,7 +639,7 @@ mod tests {
             Model::from_json(&text),
             Err(ArtifactError::NonFinite(_))
         ));
-        let text = TINY_ARTIFACT.replace("[0, -1.0, 6.0]", "[0, -1.0, -1e400]");
+        let text = TINY_ARTIFACT.replace("[0, 0, 0, 6.0]", "[0, 0, 0, -1e400]");
         assert!(matches!(
             Model::from_json(&text),
             Err(ArtifactError::NonFinite(_))
