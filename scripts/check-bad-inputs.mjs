@@ -1,0 +1,82 @@
+// Sends every case of tests/fixtures/bad_inputs.json to the Worker and checks the answer:
+// the expected status (never a 5xx) and, for errors, the JSON error's code and field.
+//
+//   node scripts/check-bad-inputs.mjs                      # the built Worker (build/) in workerd
+//   BASE_URL=http://127.0.0.1:8787 node scripts/check-bad-inputs.mjs   # a running `make dev`
+//
+// Prints one line per mismatch and "N passed, N failed"; exits non-zero on any failure.
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const table = JSON.parse(readFileSync(path.join(ROOT, "tests/fixtures/bad_inputs.json"), "utf8"));
+
+/** The request body of a case as bytes (never a string: the client must add no content-type). */
+export function bodyBytes(c) {
+  let bytes;
+  if (c.body_base64 !== undefined) bytes = Buffer.from(c.body_base64, "base64");
+  else if (c.body === null || c.body === undefined) return undefined;
+  else bytes = Buffer.from(c.body, "utf8");
+  if (c.pad_to_bytes && bytes.length < c.pad_to_bytes) {
+    bytes = Buffer.concat([bytes, Buffer.alloc(c.pad_to_bytes - bytes.length, 0x20)]);
+  }
+  return new Uint8Array(bytes);
+}
+
+/** Checks one response against a case; returns the list of problems. */
+export async function check(c, res) {
+  const problems = [];
+  const text = await res.text();
+  if (res.status >= 500) problems.push(`5xx: ${res.status}`);
+  if (res.status !== c.expect.status) problems.push(`status ${res.status}, expected ${c.expect.status}`);
+  if (c.expect.code !== null) {
+    let error;
+    try {
+      ({ error } = JSON.parse(text));
+    } catch {
+      problems.push(`body is not JSON: ${text.slice(0, 80)}`);
+    }
+    if (error && error.code !== c.expect.code) problems.push(`code ${error.code}, expected ${c.expect.code}`);
+    if (error && (error.field ?? null) !== c.expect.field) problems.push(`field ${error.field}, expected ${c.expect.field}`);
+    if (!(res.headers.get("content-type") ?? "").startsWith("application/json")) problems.push("content-type is not JSON");
+    if (res.headers.get("x-decision-action") !== null) problems.push("an error carries x-decision-action");
+  }
+  return problems;
+}
+
+async function main() {
+  let fetchFn;
+  let dispose = async () => {};
+  if (process.env.BASE_URL) {
+    fetchFn = (p, init) => fetch(new URL(p, process.env.BASE_URL), init);
+  } else {
+    const { startWorker } = await import(path.join(ROOT, "tests/e2e/helpers.mjs"));
+    const w = await startWorker();
+    fetchFn = w.fetch;
+    dispose = w.dispose;
+  }
+  let passed = 0;
+  let failed = 0;
+  try {
+    for (const c of table.cases) {
+      const headers = c.content_type === null ? {} : { "content-type": c.content_type };
+      const res = await fetchFn(c.path, { method: c.method, headers, body: bodyBytes(c) });
+      const problems = await check(c, res);
+      if (problems.length) {
+        failed++;
+        console.log(`FAIL ${c.name}: ${problems.join("; ")}`);
+      } else {
+        passed++;
+      }
+    }
+  } finally {
+    await dispose();
+  }
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exitCode = failed ? 1 : 0;
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  await main();
+}
