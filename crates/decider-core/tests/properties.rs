@@ -1,0 +1,582 @@
+//! Property tests of decider-core's laws (proptest):
+//!
+//! - the encoder's features are finite and within their ranges for any valid state,
+//!   bursts far above nominal included;
+//! - the model's probabilities sum to 1 (within 1e-6) for any valid state, on the tiny
+//!   artifact, the shipped one when present, and generated tree ensembles;
+//! - `decide` never panics and stays self-consistent for any state, any model outcome
+//!   (NaN and infinite numbers included) and any configuration;
+//! - the rule table is first-hit: it picks the first rule whose conditions all hold,
+//!   checked against a literal reference evaluation;
+//! - calibration is monotonic: a higher temperature never raises the top probability.
+
+use decider_core::model::{
+    argmax, softmax, tests_support::TINY_ARTIFACT, Artifact, FeatureRanges, Tree,
+};
+use decider_core::policy::{ModelError, ModelOutput};
+use decider_core::rules::{Condition, Rule, RuleTableSpec};
+use decider_core::{
+    decide, encode, Action, FallbackReason, Gates, Inputs, Model, ModelOutcome, PolicyConfig,
+    RuleTable, Source, State, DEFAULT_RULES_JSON, FEATURE_DIM, NUM_ACTIONS,
+};
+use proptest::prelude::*;
+use proptest::sample::select;
+use std::collections::BTreeMap;
+
+// ---------------------------------------------------------------------------------------
+// Strategies
+
+/// Finite, non-negative f64 of any magnitude (zero, subnormal, up to f64::MAX).
+fn non_negative() -> impl Strategy<Value = f64> {
+    prop::num::f64::POSITIVE
+        | prop::num::f64::ZERO
+        | prop::num::f64::SUBNORMAL
+        | prop::num::f64::NORMAL
+}
+
+/// Any valid state: loads and queues from nominal to far above it.
+fn valid_state() -> impl Strategy<Value = State> {
+    let load = prop_oneof![0.0..=1.0f64, 1.0..100.0f64, non_negative()];
+    let queue = prop_oneof![0.0..=200.0f64, non_negative()];
+    (0..=5u8, 0..=9u8, load, 0.0..=1.0f64, queue, 0..=23u8).prop_map(
+        |(request_type, region_id, current_load, recent_success_rate, queue_depth, hour)| State {
+            request_type,
+            region_id,
+            current_load,
+            recent_success_rate,
+            queue_depth,
+            hour,
+        },
+    )
+}
+
+/// Any value of the `State` type, validated or not: NaN, infinities, out-of-range ids.
+fn any_state() -> impl Strategy<Value = State> {
+    (
+        any::<u8>(),
+        any::<u8>(),
+        prop::num::f64::ANY,
+        prop::num::f64::ANY,
+        prop::num::f64::ANY,
+        any::<u8>(),
+    )
+        .prop_map(
+            |(request_type, region_id, current_load, recent_success_rate, queue_depth, hour)| {
+                State {
+                    request_type,
+                    region_id,
+                    current_load,
+                    recent_success_rate,
+                    queue_depth,
+                    hour,
+                }
+            },
+        )
+}
+
+/// Any f64 at all, weighted towards the values that break naive code.
+fn wild_f64() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        prop::num::f64::ANY,
+        select(vec![
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            0.0,
+            -0.0,
+            1.0,
+            f64::MIN_POSITIVE,
+            f64::MAX,
+            f64::EPSILON,
+        ]),
+        0.0..=1.0f64,
+    ]
+}
+
+fn action() -> impl Strategy<Value = Action> {
+    select(Action::ALL.to_vec())
+}
+
+/// A complete binary tree in heap layout: node `i < k` splits with children `2i+1`,
+/// `2i+2` (always after their parent), the rest are leaves with one value per action.
+fn tree(leaf: impl Strategy<Value = f64> + Clone + 'static) -> impl Strategy<Value = Tree> {
+    (0..=7usize).prop_flat_map(move |k| {
+        let n = 2 * k + 1;
+        (
+            Just(k),
+            prop::collection::vec(0..FEATURE_DIM as i32, k),
+            prop::collection::vec(-1.5..1.5f64, k),
+            prop::collection::vec(prop::array::uniform4(leaf.clone()), n),
+        )
+            .prop_map(|(k, features, thresholds, values)| {
+                let n = 2 * k + 1;
+                let internal = |i: usize| i < k;
+                Tree {
+                    feature: (0..n)
+                        .map(|i| if internal(i) { features[i] } else { -1 })
+                        .collect(),
+                    threshold: (0..n)
+                        .map(|i| if internal(i) { thresholds[i] } else { 0.0 })
+                        .collect(),
+                    left: (0..n)
+                        .map(|i| if internal(i) { 2 * i as u32 + 1 } else { 0 })
+                        .collect(),
+                    right: (0..n)
+                        .map(|i| if internal(i) { 2 * i as u32 + 2 } else { 0 })
+                        .collect(),
+                    value: (0..n)
+                        .map(|i| {
+                            if internal(i) {
+                                [0.0; NUM_ACTIONS]
+                            } else {
+                                values[i]
+                            }
+                        })
+                        .collect(),
+                }
+            })
+    })
+}
+
+fn tiny_artifact() -> Artifact {
+    Model::from_json(TINY_ARTIFACT).unwrap().artifact().clone()
+}
+
+/// A valid artifact with a generated ensemble, temperature and threshold. Leaves range
+/// from ordinary to huge (1e300, where margins are still bounded).
+fn generated_model() -> impl Strategy<Value = Model> {
+    let leaf = prop_oneof![4 => -10.0..10.0f64, 1 => -1e300..1e300f64];
+    (
+        prop::collection::vec(-5.0..5.0f64, NUM_ACTIONS),
+        prop::collection::vec(tree(leaf), 0..12),
+        prop_oneof![0.01..=100.0f64, Just(100.0), Just(1e-300)],
+        0.0..=1.0f64,
+    )
+        .prop_map(|(base_score, trees, temperature, threshold)| {
+            let mut a = tiny_artifact();
+            a.model.base_score = base_score;
+            a.model.trees = trees;
+            a.calibration.temperature = temperature;
+            a.threshold = threshold;
+            Model::from_artifact(a).expect("generated artifacts are valid")
+        })
+}
+
+/// The shipped artifact, when the lead has committed it.
+fn shipped_model() -> Option<Model> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../model/decision-model.json"
+    );
+    let text = std::fs::read_to_string(path).ok()?;
+    Some(Model::from_json(&text).expect("the shipped artifact loads"))
+}
+
+fn any_outcome() -> impl Strategy<Value = ModelOutcome> {
+    let probs = || prop::array::uniform4(wild_f64());
+    prop_oneof![
+        // Past the constructors: a hand-built output with any numbers at all.
+        (action(), wild_f64(), prop::option::of(probs())).prop_map(|(a, c, p)| {
+            ModelOutcome::Output(ModelOutput {
+                action: a,
+                confidence: c,
+                probabilities: p,
+            })
+        }),
+        // Through the constructors, whatever they make of it.
+        probs().prop_map(|p| match ModelOutput::from_probabilities(p) {
+            Ok(o) => ModelOutcome::Output(o),
+            Err(e) => ModelOutcome::Error(e),
+        }),
+        (action(), wild_f64()).prop_map(|(a, c)| match ModelOutput::from_action(a, c) {
+            Ok(o) => ModelOutcome::Output(o),
+            Err(e) => ModelOutcome::Error(e),
+        }),
+        // A valid probability vector, normalised.
+        prop::array::uniform4(0.0..1.0f64)
+            .prop_filter("non-zero", |p| p.iter().sum::<f64>() > 1e-9)
+            .prop_map(|p| {
+                let s: f64 = p.iter().sum();
+                ModelOutcome::Output(ModelOutput::from_probabilities(p.map(|v| v / s)).unwrap())
+            }),
+        Just(ModelOutcome::Error(ModelError::Backend("boom".into()))),
+        Just(ModelOutcome::Timeout),
+        Just(ModelOutcome::Unavailable),
+        Just(ModelOutcome::NotRun),
+    ]
+}
+
+fn any_ranges() -> impl Strategy<Value = Option<FeatureRanges>> {
+    prop::option::of(
+        (prop::array::uniform2(wild_f64()), any_state()).prop_map(|([lo, hi], s)| {
+            let mut r = FeatureRanges::empty();
+            r.include(&s);
+            r.current_load = [lo, hi];
+            r
+        }),
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// Rule tables
+
+/// Fields a rule may test, whether they are integers, and the values states and bounds
+/// are drawn from (so that boundaries are hit often).
+const RULE_FIELDS: [(&str, bool, &[f64]); 6] = [
+    (
+        "request_type",
+        true,
+        &[-1.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+    ),
+    ("region_id", true, &[-1.0, 0.0, 2.0, 3.0, 5.0, 9.0, 10.0]),
+    (
+        "current_load",
+        false,
+        &[0.0, 0.3, 0.5, 0.8, 0.95, 1.0, 1.5, 7.0],
+    ),
+    ("recent_success_rate", false, &[0.0, 0.15, 0.5, 0.9, 1.0]),
+    (
+        "queue_depth",
+        false,
+        &[0.0, 10.0, 49.5, 50.0, 100.0, 1000.0],
+    ),
+    ("hour", true, &[0.0, 1.0, 5.0, 6.0, 12.0, 23.0, 24.0]),
+];
+
+/// One valid condition on field `f` of [`RULE_FIELDS`].
+fn condition(f: usize) -> impl Strategy<Value = Condition> {
+    let (_, integer, grid) = RULE_FIELDS[f];
+    let bound = prop_oneof![select(grid.to_vec()), -2.0..1100.0f64];
+    let set = if integer {
+        prop::option::of(prop::collection::vec(-1..=24i64, 1..4)).boxed()
+    } else {
+        Just(None).boxed()
+    };
+    (0..3u8, 0..3u8, bound.clone(), bound, set).prop_map(|(lo_op, hi_op, a, b, one_of)| {
+        let (mut lo, mut hi) = (a.min(b), a.max(b));
+        let (mut lo_op, mut hi_op) = (lo_op, hi_op);
+        if lo == hi && lo_op == 1 {
+            lo_op = 2; // gt == lt / gte: an empty range; make it a point range
+        }
+        if lo == hi && hi_op == 1 {
+            hi_op = 2;
+        }
+        if lo_op == 0 && hi_op == 0 && one_of.is_none() {
+            (lo_op, hi_op) = (2, 2); // at least one condition
+        }
+        if lo_op == 0 || hi_op == 0 {
+            // An open side makes any order of a and b non-empty; keep the drawn values.
+            (lo, hi) = (a, b);
+        }
+        Condition {
+            gt: (lo_op == 1).then_some(lo),
+            gte: (lo_op == 2).then_some(lo),
+            lt: (hi_op == 1).then_some(hi),
+            lte: (hi_op == 2).then_some(hi),
+            one_of,
+        }
+    })
+}
+
+fn rule(i: usize) -> impl Strategy<Value = Rule> {
+    (
+        prop::sample::subsequence((0..RULE_FIELDS.len()).collect::<Vec<_>>(), 1..=3),
+        action(),
+    )
+        .prop_flat_map(move |(fields, a)| {
+            let conds: Vec<_> = fields.iter().map(|&f| condition(f)).collect();
+            (Just(fields), conds, Just(a))
+        })
+        .prop_map(move |(fields, conds, a)| Rule {
+            name: format!("r{i}"),
+            when: fields
+                .iter()
+                .map(|&f| RULE_FIELDS[f].0.to_string())
+                .zip(conds)
+                .collect(),
+            action: a.name().to_string(),
+        })
+}
+
+fn rule_table() -> impl Strategy<Value = RuleTableSpec> {
+    (0..8usize)
+        .prop_flat_map(|n| ((0..n).map(rule).collect::<Vec<_>>(), action()))
+        .prop_map(|(mut rules, last)| {
+            rules.push(Rule {
+                name: "catch-all".into(),
+                when: BTreeMap::new(),
+                action: last.name().to_string(),
+            });
+            RuleTableSpec {
+                version: "generated".into(),
+                rules,
+            }
+        })
+}
+
+/// A valid state whose values often sit on the bounds rules use.
+fn grid_state() -> impl Strategy<Value = State> {
+    let pick = |f: usize, lo: f64, hi: f64| {
+        let on_grid: Vec<f64> = RULE_FIELDS[f]
+            .2
+            .iter()
+            .copied()
+            .filter(|v| (lo..=hi).contains(v))
+            .collect();
+        prop_oneof![select(on_grid), lo..=hi]
+    };
+    (
+        0..=5u8,
+        0..=9u8,
+        pick(2, 0.0, 10.0),
+        pick(3, 0.0, 1.0),
+        pick(4, 0.0, 2000.0),
+        0..=23u8,
+    )
+        .prop_map(|(rt, region, load, success, queue, hour)| State {
+            request_type: rt,
+            region_id: region,
+            current_load: load,
+            recent_success_rate: success,
+            queue_depth: queue,
+            hour,
+        })
+}
+
+/// Literal first-hit reading of the table: the first rule whose every condition holds.
+/// `lookup` returns `None` for a field whose value is unknown; its conditions fail.
+fn reference_rule(spec: &RuleTableSpec, lookup: impl Fn(&str) -> Option<f64>) -> Option<usize> {
+    spec.rules.iter().position(|r| {
+        r.when.iter().all(|(field, c)| {
+            let Some(v) = lookup(field) else {
+                return false;
+            };
+            let mut holds = true;
+            if let Some(b) = c.gt {
+                holds &= v > b;
+            }
+            if let Some(b) = c.gte {
+                holds &= v >= b;
+            }
+            if let Some(b) = c.lt {
+                holds &= v < b;
+            }
+            if let Some(b) = c.lte {
+                holds &= v <= b;
+            }
+            if let Some(set) = &c.one_of {
+                holds &= set.iter().any(|&i| i as f64 == v);
+            }
+            holds
+        })
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Laws
+
+fn assert_probabilities(p: &[f64; NUM_ACTIONS]) -> Result<(), TestCaseError> {
+    prop_assert!(
+        p.iter().all(|v| v.is_finite() && (0.0..=1.0).contains(v)),
+        "{p:?}"
+    );
+    prop_assert!((p.iter().sum::<f64>() - 1.0).abs() <= 1e-6, "{p:?}");
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn encoded_features_are_finite_and_within_range(s in valid_state()) {
+        let x = encode(&s);
+        prop_assert!(x.iter().all(|v| v.is_finite()), "{x:?}");
+        prop_assert!((0.0..=1.0).contains(&x[0]));
+        prop_assert_eq!(x[1], s.current_load.min(1.0));
+        prop_assert_eq!(x[2], s.recent_success_rate);
+        prop_assert_eq!(x[3], (s.queue_depth / 100.0).min(1.0));
+        for v in &x[1..=3] {
+            prop_assert!((0.0..=1.0).contains(v), "{x:?}");
+        }
+        for v in &x[4..=5] {
+            prop_assert!((-1.0..=1.0).contains(v), "{x:?}");
+        }
+        let ones: Vec<usize> = (6..FEATURE_DIM).filter(|&i| x[i] == 1.0).collect();
+        prop_assert_eq!(ones, vec![6 + s.region_id as usize]);
+        prop_assert_eq!(x[6..].iter().sum::<f64>(), 1.0);
+    }
+
+    #[test]
+    fn valid_states_pass_validation_unchanged(s in valid_state(), default_hour in any::<u8>()) {
+        let parsed = State::parse_json(&s.to_value().to_string(), default_hour).unwrap();
+        prop_assert_eq!(parsed, s);
+    }
+
+    #[test]
+    fn encoding_is_finite_even_for_unvalidated_states(s in any_state()) {
+        prop_assert!(encode(&s).iter().all(|v| v.is_finite()));
+    }
+
+    #[test]
+    fn tiny_and_shipped_models_probabilities_sum_to_one(s in valid_state()) {
+        let x = encode(&s);
+        let tiny = Model::from_json(TINY_ARTIFACT).unwrap();
+        assert_probabilities(&tiny.predict(&x))?;
+        if let Some(m) = shipped_model() {
+            assert_probabilities(&m.predict(&x))?;
+        }
+    }
+
+    #[test]
+    fn generated_models_probabilities_sum_to_one(m in generated_model(), s in valid_state()) {
+        let x = encode(&s);
+        let p = m.predict(&x);
+        assert_probabilities(&p)?;
+        prop_assert_eq!(m.top(&x), argmax(&p));
+        // What the model says is usable by the policy as it stands.
+        let o = ModelOutput::from_probabilities(p).unwrap();
+        prop_assert_eq!(o.action, argmax(&p).0);
+    }
+
+    #[test]
+    fn calibration_is_monotonic_in_temperature(
+        m in generated_model(),
+        s in valid_state(),
+        t1 in 0.01..=100.0f64,
+        t2 in 0.01..=100.0f64,
+    ) {
+        let (lo, hi) = (t1.min(t2), t1.max(t2));
+        let with_t = |t: f64| {
+            let mut a = m.artifact().clone();
+            a.calibration.temperature = t;
+            Model::from_artifact(a).unwrap()
+        };
+        let x = encode(&s);
+        let (_, p_lo) = with_t(lo).top(&x);
+        let (_, p_hi) = with_t(hi).top(&x);
+        prop_assert!(p_hi <= p_lo, "T {lo} → {p_lo}, T {hi} → {p_hi}");
+        prop_assert!(p_hi >= 1.0 / NUM_ACTIONS as f64 - 1e-12);
+    }
+
+    #[test]
+    fn softmax_top_probability_never_rises_with_temperature(
+        margins in prop::array::uniform4(-1e3..1e3f64),
+        t1 in 1e-3..=100.0f64,
+        t2 in 1e-3..=100.0f64,
+    ) {
+        let (lo, hi) = (t1.min(t2), t1.max(t2));
+        let (p_lo, p_hi) = (softmax(&margins, lo), softmax(&margins, hi));
+        assert_probabilities(&p_lo)?;
+        assert_probabilities(&p_hi)?;
+        prop_assert!(argmax(&p_hi).1 <= argmax(&p_lo).1);
+    }
+
+    #[test]
+    fn probability_constructor_accepts_only_usable_vectors(p in prop::array::uniform4(wild_f64())) {
+        match ModelOutput::from_probabilities(p) {
+            Ok(o) => {
+                prop_assert!(p.iter().all(|v| v.is_finite() && *v >= 0.0));
+                prop_assert!(o.confidence.is_finite() && (0.0..=1.0).contains(&o.confidence));
+                assert_probabilities(&o.probabilities.unwrap())?;
+            }
+            Err(ModelError::NonFinite(_)) => prop_assert!(p.iter().any(|v| !v.is_finite())),
+            Err(_) => {}
+        }
+    }
+
+    #[test]
+    fn action_constructor_accepts_only_confidences_in_unit_range(a in action(), c in wild_f64()) {
+        let ok = ModelOutput::from_action(a, c).is_ok();
+        prop_assert_eq!(ok, c.is_finite() && (0.0..=1.0).contains(&c));
+    }
+
+    #[test]
+    fn remote_answers_with_any_numbers_never_panic(p in prop::array::uniform4(wild_f64()), a in action()) {
+        // serde_json turns NaN and infinities into null, as a JS bridge would.
+        let answers = [
+            serde_json::json!({"probabilities": p}),
+            serde_json::json!({"result": p}),
+            serde_json::json!({"probabilities": {"route_a": p[0], "route_b": p[1], "route_c": p[2], "reject": p[3]}}),
+            serde_json::json!({"action": a.name(), "confidence": p[0]}),
+        ];
+        for v in answers {
+            if let Ok(o) = ModelOutput::from_remote_json(&v) {
+                prop_assert!(o.confidence.is_finite() && (0.0..=1.0).contains(&o.confidence));
+                if let Some(p) = o.probabilities {
+                    assert_probabilities(&p)?;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn decide_never_panics_and_stays_consistent(
+        s in any_state(),
+        outcome in any_outcome(),
+        stale_signals in any::<bool>(),
+        holdout in any::<bool>(),
+        threshold in wild_f64(),
+        default_action in action(),
+        ood_check in any::<bool>(),
+        shadow in any::<bool>(),
+        with_rules in any::<bool>(),
+        ranges in any_ranges(),
+    ) {
+        let table = RuleTable::from_json(DEFAULT_RULES_JSON).unwrap();
+        let cfg = PolicyConfig { threshold, default_action, ood_check, shadow };
+        let gates = Gates { stale_signals, holdout };
+        let d = decide(
+            Inputs {
+                state: &s,
+                outcome: &outcome,
+                gates,
+                rules: with_rules.then_some(&table),
+                ranges: ranges.as_ref(),
+                model_version: Some("m"),
+            },
+            &cfg,
+        );
+        serde_json::to_string(&d).unwrap();
+        if stale_signals {
+            prop_assert_eq!(d.fallback_reason, Some(FallbackReason::StaleSignals));
+        } else if holdout {
+            prop_assert_eq!(d.fallback_reason, Some(FallbackReason::Holdout));
+        }
+        match d.source {
+            Source::Model => {
+                prop_assert!(!shadow && d.fallback_reason.is_none());
+                let ModelOutcome::Output(o) = &outcome else {
+                    return Err(TestCaseError::fail("model decided without an output"));
+                };
+                prop_assert_eq!(d.action, o.action);
+                prop_assert!(o.confidence >= threshold, "{} < {threshold}", o.confidence);
+            }
+            // The default table ends in a catch-all, so with it rules always decide.
+            Source::Rules => prop_assert!(with_rules && d.rule.is_some()),
+            Source::Default => {
+                prop_assert!(!with_rules);
+                prop_assert_eq!(d.action, default_action);
+            }
+        }
+        prop_assert_eq!(d.shadow.is_some(), shadow);
+    }
+
+    #[test]
+    fn rule_table_is_first_hit(spec in rule_table(), s in grid_state(), unknown in any::<[bool; 6]>()) {
+        let table = RuleTable::from_spec(spec.clone())
+            .map_err(|e| TestCaseError::fail(format!("generated table refused: {e}")))?;
+        let hit = table.evaluate(&s).expect("the catch-all always decides");
+        let want = reference_rule(&spec, |f| s.field(f)).expect("the catch-all matches");
+        prop_assert_eq!(hit.rule, spec.rules[want].name.as_str());
+        prop_assert_eq!(hit.action.name(), spec.rules[want].action.as_str());
+
+        // With some fields unknown (stale signals), their conditions fail.
+        let lookup = |f: &str| {
+            let i = RULE_FIELDS.iter().position(|(n, _, _)| *n == f)?;
+            if unknown[i] { None } else { s.field(f) }
+        };
+        let hit = table.evaluate_with(lookup).expect("the catch-all always decides");
+        let want = reference_rule(&spec, lookup).expect("the catch-all matches");
+        prop_assert_eq!(hit.rule, spec.rules[want].name.as_str());
+    }
+}
