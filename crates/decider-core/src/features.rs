@@ -44,6 +44,40 @@ pub const FEATURE_NAMES: [&str; FEATURE_DIM] = [
     "region_9",
 ];
 
+/// `(sin, cos)` of `2π·hour/24` for each hour, as literals.
+///
+/// A table, not `f64::sin`/`cos` at run time: the platform's libm and Rust's wasm32 libm
+/// differ in the last bit for some angles (hour 16: `-0.8660254037844384` natively on
+/// glibc, `-0.8660254037844385` in wasm), and a tree split sitting exactly on a training
+/// value then sends the same state down different branches in training and serving.
+/// These are the glibc values the golden vectors and the trained models were made with.
+const HOUR_SIN_COS: [(f64, f64); 24] = [
+    (0.0, 1.0),
+    (0.25881904510252074, 0.9659258262890683),
+    (0.49999999999999994, 0.8660254037844387),
+    (0.7071067811865475, 0.7071067811865476),
+    (0.8660254037844386, 0.5000000000000001),
+    (0.9659258262890683, 0.25881904510252074),
+    (1.0, 6.123233995736766e-17),
+    (0.9659258262890683, -0.25881904510252063),
+    (0.8660254037844387, -0.4999999999999998),
+    (0.7071067811865476, -0.7071067811865475),
+    (0.49999999999999994, -0.8660254037844387),
+    (0.258819045102521, -0.9659258262890682),
+    (1.2246467991473532e-16, -1.0),
+    (-0.2588190451025208, -0.9659258262890683),
+    (-0.4999999999999997, -0.8660254037844388),
+    (-0.7071067811865471, -0.7071067811865479),
+    (-0.8660254037844384, -0.5000000000000004),
+    (-0.9659258262890683, -0.25881904510252063),
+    (-1.0, -1.8369701987210297e-16),
+    (-0.9659258262890684, 0.2588190451025203),
+    (-0.8660254037844386, 0.5000000000000001),
+    (-0.7071067811865477, 0.7071067811865474),
+    (-0.5000000000000004, 0.8660254037844384),
+    (-0.25881904510252157, 0.9659258262890681),
+];
+
 /// An encoded state.
 pub type Features = [f64; FEATURE_DIM];
 
@@ -67,9 +101,9 @@ pub fn encode(s: &State) -> Features {
     x[1] = clip01(s.current_load);
     x[2] = clip01(s.recent_success_rate);
     x[3] = clip01(s.queue_depth / 100.0);
-    let angle = 2.0 * std::f64::consts::PI * f64::from(s.hour) / 24.0;
-    x[4] = angle.sin();
-    x[5] = angle.cos();
+    let (sin, cos) = HOUR_SIN_COS[usize::from(s.hour.min(23))];
+    x[4] = sin;
+    x[5] = cos;
     x[6 + (s.region_id as usize).min(NUM_REGIONS - 1)] = 1.0;
     x
 }
@@ -86,6 +120,32 @@ fn clip01(v: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hour_table_is_the_formula() {
+        for (h, &(sin, cos)) in HOUR_SIN_COS.iter().enumerate() {
+            let angle = 2.0 * std::f64::consts::PI * h as f64 / 24.0;
+            assert!((sin - angle.sin()).abs() < 1e-15, "sin hour {h}");
+            assert!((cos - angle.cos()).abs() < 1e-15, "cos hour {h}");
+        }
+    }
+
+    /// Regression: the skew test (tests/e2e/skew.test.mjs) found hour 16 encoded one bit
+    /// apart in wasm and natively, which flipped a tree split of the trained model.
+    #[test]
+    fn regression_hour_encoding_is_platform_independent() {
+        let s = State {
+            request_type: 1,
+            region_id: 6,
+            current_load: 0.5,
+            recent_success_rate: 0.9,
+            queue_depth: 10.0,
+            hour: 16,
+        };
+        let x = encode(&s);
+        assert_eq!(x[4].to_bits(), (-0.8660254037844384f64).to_bits());
+        assert_eq!(x[5].to_bits(), (-0.5000000000000004f64).to_bits());
+    }
 
     #[test]
     fn features_are_finite_and_bounded_for_extremes() {

@@ -11,7 +11,7 @@ fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/golden_features.json")
 }
 
-/// The golden states: every region, hours 0/6/12/18/23, load above 1, queue above 100,
+/// The golden states: every region, every hour, load above 1, queue above 100,
 /// success-rate edges, every request type.
 fn cases() -> Vec<Value> {
     let mut out = Vec::new();
@@ -35,6 +35,12 @@ fn cases() -> Vec<Value> {
     ] {
         out.push(json!({"request_type": 5, "region_id": 9, "current_load": load, "recent_success_rate": success,
                         "queue_depth": queue, "hour": 3}));
+    }
+    // Every hour: sin/cos must be bit-identical natively and in wasm (the Worker's e2e
+    // tests compare these exactly).
+    for hour in 0..24 {
+        out.push(json!({"request_type": 1, "region_id": 6, "current_load": 0.5, "recent_success_rate": 0.9,
+                        "queue_depth": 10, "hour": hour}));
     }
     for rt in 0..6 {
         out.push(json!({"request_type": rt, "region_id": 0, "current_load": 0.33, "recent_success_rate": 0.77,
