@@ -2,7 +2,7 @@
 # Every set-up step is skipped when already done, so both are fast on a warm machine.
 
 SHELL := bash
-.SHELLFLAGS := -euo pipefail -c
+.SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := help
 
 # Pinned tool versions (wasm-bindgen-cli must equal the wasm-bindgen crate in Cargo.lock).
@@ -16,7 +16,7 @@ ENV ?=
 
 CARGO_BIN := $(or $(CARGO_HOME),$(HOME)/.cargo)/bin
 export PATH := $(CARGO_BIN):$(PATH)
-export CARGO_TERM_COLOR ?= always
+export CARGO_TERM_COLOR ?= auto
 export WRANGLER_SEND_METRICS := false
 WRANGLER := node_modules/.bin/wrangler
 

@@ -84,6 +84,9 @@ fn config(env: &Env) -> Rc<Config> {
 fn start() {
     // A panic is a bug; this makes its message reach the log.
     console_error_panic_hook::set_once();
+    // Parse and validate the embedded artifact at isolate start-up, not in the first
+    // request (a refusal is kept and reported by /v1/health).
+    let _ = engine::embedded();
 }
 
 #[event(fetch)]
