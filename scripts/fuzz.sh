@@ -11,8 +11,9 @@
 #   FUZZ_SUMMARY   summary file (default fuzz/target/fuzz-summary.md)
 #
 # Seeds are read from fuzz/corpus/<target>/ (committed, never written); inputs libFuzzer
-# finds go to fuzz/target/corpus/<target>/ and crashes to fuzz/artifacts/<target>/. Exits
-# non-zero when any target crashes; a crash becomes a regression test in decider-core.
+# finds go to fuzz/target/corpus/<target>/ and crashes to fuzz/artifacts/<target>/. Inputs
+# are capped at 16 KiB, the Worker's request body limit. Exits non-zero when any target
+# crashes; a crash becomes a regression test in decider-core.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -56,7 +57,7 @@ for t in $targets; do
   start=$(date +%s)
   # The first corpus directory receives new inputs; the committed seeds stay read-only.
   if nice -n 19 cargo +nightly fuzz run -O "$t" "$work" "$root/fuzz/corpus/$t" -- \
-      -max_total_time="$seconds" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
+      -max_total_time="$seconds" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
       -dict="$root/fuzz/dicts/json.dict" -print_final_stats=1 >"$log" 2>&1; then
     result=ok
   else
