@@ -105,3 +105,11 @@ clean:
 .PHONY: bench
 bench: setup
 	bash bench/run.sh
+
+# --- fuzz (hardening) ---
+# Every cargo-fuzz target of decider-core for FUZZ_SECONDS each (default 60), one after
+# another on one core; needs the nightly toolchain (the script installs cargo-fuzz).
+FUZZ_SECONDS ?= 60
+.PHONY: fuzz
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh
