@@ -51,6 +51,8 @@ pub const FEATURE_NAMES: [&str; FEATURE_DIM] = [
 /// glibc, `-0.8660254037844385` in wasm), and a tree split sitting exactly on a training
 /// value then sends the same state down different branches in training and serving.
 /// These are the glibc values the golden vectors and the trained models were made with.
+// Literal bit patterns on purpose, even where one equals a `std::f64::consts` value.
+#[allow(clippy::approx_constant)]
 const HOUR_SIN_COS: [(f64, f64); 24] = [
     (0.0, 1.0),
     (0.25881904510252074, 0.9659258262890683),
