@@ -569,15 +569,10 @@ impl Client {
             };
             let resp = match sent {
                 Ok(r) => r,
-                // A kept-alive connection the server closed while it sat idle: the request
-                // never reached the server, so send it again on a fresh connection, once
-                // (what HTTP clients do). Failures on a fresh connection count.
-                Err(e)
-                    if was_reused
-                        && (e.is_canceled() || e.is_closed() || e.is_incomplete_message()) =>
-                {
-                    continue
-                }
+                // A kept-alive connection the server closed or reset before answering (the
+                // idle keep-alive race): send the request again on a fresh connection, once,
+                // as HTTP clients do. Failures on a fresh connection count.
+                Err(e) if was_reused && stale_connection(&e) => continue,
                 Err(_) => return Outcome::Failed("io"),
             };
             let status = resp.status().as_u16();
@@ -592,6 +587,22 @@ impl Client {
             return Outcome::Response { status, source };
         }
     }
+}
+
+/// Whether a send error means the reused connection was already dead: closed, cancelled
+/// before the request went out, or reset by the server before any answer.
+fn stale_connection(e: &hyper::Error) -> bool {
+    use std::error::Error as _;
+    let reset = e
+        .source()
+        .and_then(|s| s.downcast_ref::<std::io::Error>())
+        .is_some_and(|io| {
+            matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
+            )
+        });
+    e.is_canceled() || e.is_closed() || e.is_incomplete_message() || reset
 }
 
 /// Results of one step, filled in by the request tasks.
@@ -811,8 +822,8 @@ mod tests {
         server_with(behaviour, false)
     }
 
-    /// As [`server`]; with `close`, the server closes each connection after one response
-    /// without saying so (no `connection: close`), as a server dropping idle keep-alives does.
+    /// As [`server`]; with `close`, the server answers one request per connection and closes
+    /// it, unannounced (no `connection: close`), when the next request arrives on it.
     fn server_with(behaviour: Behaviour, close: bool) -> SocketAddr {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
@@ -832,6 +843,7 @@ mod tests {
                     let counter = Arc::clone(&counter);
                     tokio::spawn(async move {
                         let mut buf = Vec::new();
+                        let mut served = 0u32;
                         loop {
                             // Read one request: headers, then content-length bytes.
                             let head_end = loop {
@@ -857,6 +869,11 @@ mod tests {
                                 }
                             }
                             buf.drain(..head_end + len);
+                            if close && served > 0 {
+                                // The idle keep-alive race: the next request arrives as the
+                                // server gives up on the connection.
+                                return;
+                            }
                             let n = counter.fetch_add(1, Ordering::SeqCst);
                             let (status, delay, source) = behaviour(n);
                             tokio::time::sleep(delay).await;
@@ -864,9 +881,10 @@ mod tests {
                                 .map_or(String::new(), |s| format!("{SOURCE_HEADER}: {s}\r\n"));
                             let resp =
                                 format!("HTTP/1.1 {status} X\r\ncontent-length: 2\r\n{src}\r\nok");
-                            if sock.write_all(resp.as_bytes()).await.is_err() || close {
+                            if sock.write_all(resp.as_bytes()).await.is_err() {
                                 return;
                             }
+                            served += 1;
                         }
                     });
                 }

@@ -1,0 +1,120 @@
+// Agreement check: `decider loadtest` against an independent load generator from the
+// registries (oha, pinned, `--latency-correction` so it too measures from the scheduled
+// send time) on the same target (edge-decider in workerd via Miniflare) at the same rate,
+// alternating round by round. Passes when the medians of p50 and of p99 agree within 10%.
+//
+// usage: node bench/agreement.mjs --loadtest PATH --oha PATH [--out FILE]
+//   env: AGREE_RATE=500 AGREE_DURATION=5 (seconds) AGREE_ROUNDS=5 AGREE_TOLERANCE=0.10
+import { Miniflare } from "miniflare";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { readFileSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import path from "node:path";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, "..");
+function arg(name, dflt) {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : dflt;
+}
+const LOADTEST = arg("loadtest");
+const OHA = arg("oha");
+if (!LOADTEST || !OHA) {
+  console.error("usage: node bench/agreement.mjs --loadtest PATH --oha PATH [--out FILE]");
+  process.exit(2);
+}
+const RATE = Number(process.env.AGREE_RATE ?? 500);
+const DURATION = Number(process.env.AGREE_DURATION ?? 5);
+const ROUNDS = Number(process.env.AGREE_ROUNDS ?? 5);
+const TOLERANCE = Number(process.env.AGREE_TOLERANCE ?? 0.1);
+const CONNECTIONS = 32;
+const BODY_FILE = path.join(HERE, "state.json");
+const log = (...a) => console.error("[agreement]", ...a);
+
+const mf = new Miniflare({
+  host: "127.0.0.1",
+  port: 0,
+  workers: [
+    {
+      name: "decider",
+      modules: true,
+      scriptPath: path.join(ROOT, "build/index.js"),
+      modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
+      compatibilityDate: "2026-04-20",
+      bindings: { DECISION_BACKEND: "embedded", AI_TIMEOUT_MS: "25", DEFAULT_ACTION: "route_a", OOD_CHECK: "true", SHADOW: "false" },
+    },
+  ],
+  handleRuntimeStdio(stdout, stderr) {
+    stdout.resume();
+    stderr.resume();
+  },
+});
+const url = new URL("/v1/decide", await mf.ready).href;
+
+// Asynchronous on purpose: workerd writes a log line per decision to a pipe this process
+// drains, so blocking the event loop while a generator runs would stall the Worker.
+const execFileAsync = promisify(execFile);
+const run = async (cmd, args) => (await execFileAsync(cmd, args, { encoding: "utf8", maxBuffer: 1 << 26 })).stdout;
+
+async function ours() {
+  const r = JSON.parse(
+    await run(LOADTEST, ["--url", url, "--body", BODY_FILE, "--rate", String(RATE), "--duration", `${DURATION}s`, "--warmup", "0",
+      "--connections", String(CONNECTIONS), "--timeout", "2s", "--json"]),
+  );
+  const s = r.steps[0];
+  return { p50_ms: s.latency.p50_us / 1000, p99_ms: s.latency.p99_us / 1000, responses: s.responses, errors: s.errors };
+}
+
+async function oha() {
+  const r = JSON.parse(
+    await run(OHA, ["--no-tui", "--output-format", "json", "-z", `${DURATION}s`, "-q", String(RATE), "--latency-correction",
+      "-c", String(CONNECTIONS), "--worker-threads", "1", "-m", "POST", "-T", "application/json", "-D", BODY_FILE, url]),
+  );
+  const p = r.latencyPercentiles;
+  return { p50_ms: p.p50 * 1000, p99_ms: p.p99 * 1000, responses: Object.values(r.statusCodeDistribution).reduce((a, b) => a + b, 0), errors: r.errorDistribution };
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const n = s.length;
+  return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+};
+
+// Warm both the target and each generator's connections; discarded.
+await ours();
+await oha();
+const rounds = [];
+for (let i = 0; i < ROUNDS; i++) {
+  let pair;
+  if (i % 2 === 0) {
+    const o = await ours();
+    pair = { ours: o, oha: await oha() };
+  } else {
+    const h = await oha();
+    pair = { ours: await ours(), oha: h };
+  }
+  rounds.push(pair);
+  log(`round ${i + 1}: loadtest p50 ${pair.ours.p50_ms.toFixed(3)} p99 ${pair.ours.p99_ms.toFixed(3)} | oha p50 ${pair.oha.p50_ms.toFixed(3)} p99 ${pair.oha.p99_ms.toFixed(3)} ms`);
+}
+await mf.dispose();
+
+const m = (who, k) => median(rounds.map((r) => r[who][k]));
+const result = {
+  target: "edge-decider POST /v1/decide in workerd (Miniflare)",
+  rate: RATE,
+  duration_s: DURATION,
+  rounds: ROUNDS,
+  connections: CONNECTIONS,
+  tolerance: TOLERANCE,
+  oha_version: (await run(OHA, ["--version"])).trim(),
+  loadtest: { p50_ms: m("ours", "p50_ms"), p99_ms: m("ours", "p99_ms") },
+  oha: { p50_ms: m("oha", "p50_ms"), p99_ms: m("oha", "p99_ms") },
+  rounds_detail: rounds,
+};
+result.p50_ratio = result.loadtest.p50_ms / result.oha.p50_ms;
+result.p99_ratio = result.loadtest.p99_ms / result.oha.p99_ms;
+result.pass = Math.abs(result.p50_ratio - 1) <= TOLERANCE && Math.abs(result.p99_ratio - 1) <= TOLERANCE;
+const out = arg("out");
+if (out) writeFileSync(out, JSON.stringify(result, null, 2) + "\n");
+console.log(JSON.stringify({ loadtest: result.loadtest, oha: result.oha, p50_ratio: result.p50_ratio, p99_ratio: result.p99_ratio, pass: result.pass }, null, 2));

@@ -1,0 +1,221 @@
+// Side by side, one run: edge-decider, the empty workers-rs Worker (floor) and the plain-JS
+// Worker, each in its own workerd (Miniflare, the runtime `wrangler dev` uses), driven by
+// the same load generator (`decider loadtest`) at the same fixed rates, interleaved round
+// by round so machine noise falls on all three alike; then a step ramp for each knee, then
+// cold starts (a fresh workerd to its first decision), then wasm sizes.
+//
+// usage: node bench/side_by_side.mjs --loadtest PATH [--out FILE]
+//   env: BENCH_RATES="200,1000"  BENCH_DURATION=5s  BENCH_WARMUP=1s  BENCH_ROUNDS=3
+//        BENCH_STEP=500:4000:500  BENCH_STEP_DURATION=3s  BENCH_P99_LIMIT=10ms  BENCH_COLD=5
+import { Miniflare } from "miniflare";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { gzipSync } from "node:zlib";
+import { fileURLToPath } from "node:url";
+import path from "node:path";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, "..");
+const COMPAT_DATE = "2026-04-20";
+
+function arg(name, dflt) {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : dflt;
+}
+const LOADTEST = arg("loadtest");
+if (!LOADTEST) {
+  console.error("usage: node bench/side_by_side.mjs --loadtest PATH [--out FILE]");
+  process.exit(2);
+}
+const env = (k, d) => process.env[k] ?? d;
+const RATES = env("BENCH_RATES", "200,1000").split(",").map(Number);
+const DURATION = env("BENCH_DURATION", "5s");
+const WARMUP = env("BENCH_WARMUP", "1s");
+const ROUNDS = Number(env("BENCH_ROUNDS", "3"));
+const STEP = env("BENCH_STEP", "500:4000:500");
+const STEP_DURATION = env("BENCH_STEP_DURATION", "3s");
+const P99_LIMIT = env("BENCH_P99_LIMIT", "10ms");
+const COLD = Number(env("BENCH_COLD", "5"));
+const BODY_FILE = path.join(HERE, "state.json");
+const log = (...a) => console.error("[side-by-side]", ...a);
+
+const wasmRule = [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }];
+const WORKERS = {
+  ours: {
+    label: "edge-decider (Rust/wasm)",
+    wasm: path.join(ROOT, "build/index_bg.wasm"),
+    options: () => ({
+      modules: true,
+      scriptPath: path.join(ROOT, "build/index.js"),
+      modulesRules: wasmRule,
+      // The defaults of wrangler.toml's [vars].
+      bindings: { DECISION_BACKEND: "embedded", AI_TIMEOUT_MS: "25", DEFAULT_ACTION: "route_a", OOD_CHECK: "true", SHADOW: "false" },
+    }),
+  },
+  floor: {
+    label: "empty workers-rs Worker (floor)",
+    wasm: path.join(HERE, "floor-worker/build/index_bg.wasm"),
+    options: () => ({
+      modules: true,
+      scriptPath: path.join(HERE, "floor-worker/build/index.js"),
+      modulesRules: wasmRule,
+    }),
+  },
+  js: {
+    label: "plain JS Worker (same decision by hand)",
+    options: () => ({
+      modules: [
+        { type: "ESModule", path: path.join(HERE, "js-worker/worker.mjs"), contents: readFileSync(path.join(HERE, "js-worker/worker.mjs"), "utf8") },
+        { type: "ESModule", path: path.join(HERE, "js-worker/decide.mjs"), contents: readFileSync(path.join(HERE, "js-worker/decide.mjs"), "utf8") },
+        { type: "Text", path: path.join(HERE, "js-worker/artifact.json.txt"), contents: readFileSync(path.join(ROOT, "model/decision-model.json"), "utf8") },
+        { type: "Text", path: path.join(HERE, "js-worker/rules.json.txt"), contents: readFileSync(path.join(ROOT, "rules/default.json"), "utf8") },
+      ],
+    }),
+  },
+};
+const NAMES = ["ours", "floor", "js"];
+
+async function start(name) {
+  const mf = new Miniflare({
+    host: "127.0.0.1",
+    port: 0,
+    workers: [{ name, compatibilityDate: COMPAT_DATE, ...WORKERS[name].options() }],
+    // Drain workerd's output (one log line per decision) without printing it.
+    handleRuntimeStdio(stdout, stderr) {
+      stdout.resume();
+      stderr.resume();
+    },
+  });
+  const url = await mf.ready;
+  return { mf, url: new URL("/v1/decide", url).href };
+}
+
+const body = readFileSync(BODY_FILE, "utf8");
+async function decideOnce(url) {
+  const t0 = performance.now();
+  const r = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body });
+  const text = await r.text();
+  const ms = performance.now() - t0;
+  if (r.status !== 200) throw new Error(`${url}: status ${r.status}: ${text}`);
+  return { ms, source: r.headers.get("x-decision-source"), json: JSON.parse(text) };
+}
+
+// Asynchronous on purpose: workerd writes a log line per decision to a pipe this process
+// drains, so blocking the event loop while the generator runs would stall the Workers.
+const execFileAsync = promisify(execFile);
+async function loadtest(url, extra) {
+  const args = ["--url", url, "--body", BODY_FILE, "--json", "--connections", "32", "--timeout", "2s", ...extra];
+  const { stdout } = await execFileAsync(LOADTEST, args, { encoding: "utf8", maxBuffer: 1 << 24 });
+  return JSON.parse(stdout);
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const n = s.length;
+  return n === 0 ? null : n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+};
+
+// ---- fixed rates, interleaved ------------------------------------------------------------
+const running = {};
+for (const n of NAMES) {
+  running[n] = await start(n);
+  const first = await decideOnce(running[n].url);
+  log(`${n} up at ${running[n].url} (first answer source=${first.source})`);
+}
+const fixed = {}; // rate -> name -> [step reports]
+for (const rate of RATES) {
+  fixed[rate] = Object.fromEntries(NAMES.map((n) => [n, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    // Rotate the order each round so no Worker always runs first or last.
+    const order = NAMES.map((_, i) => NAMES[(i + round) % NAMES.length]);
+    for (const n of order) {
+      const r = await loadtest(running[n].url, ["--rate", String(rate), "--duration", DURATION, "--warmup", WARMUP]);
+      const s = r.steps[0];
+      fixed[rate][n].push(s);
+      log(`rate ${rate}/s round ${round + 1} ${n}: p50 ${s.latency?.p50_us} µs p99 ${s.latency?.p99_us} µs errors ${JSON.stringify(s.errors)}`);
+    }
+  }
+}
+
+// ---- knees ---------------------------------------------------------------------------
+const knees = {};
+for (const n of NAMES) {
+  const r = await loadtest(running[n].url, ["--step", STEP, "--duration", STEP_DURATION, "--warmup", WARMUP, "--p99-limit", P99_LIMIT]);
+  knees[n] = { knee: r.knee, steps: r.steps.map((s) => ({ rate: s.target_rate, p50_us: s.latency?.p50_us, p99_us: s.latency?.p99_us, errors: s.errors, achieved: s.achieved_rate })) };
+  log(`${n} knee: ${r.knee ? `${r.knee.rate}/s (${r.knee.reason})` : `none up to ${r.steps.at(-1).target_rate}/s`}`);
+}
+for (const n of NAMES) await running[n].mf.dispose();
+
+// ---- cold start: a fresh workerd + isolate to its first decision ------------------------
+const cold = Object.fromEntries(NAMES.map((n) => [n, { total_ms: [], first_request_ms: [], second_request_ms: [] }]));
+for (let i = 0; i < COLD; i++) {
+  for (const n of NAMES) {
+    const t0 = performance.now();
+    const { mf, url } = await start(n);
+    const first = await decideOnce(url);
+    const total = performance.now() - t0;
+    const second = await decideOnce(url);
+    cold[n].total_ms.push(total);
+    cold[n].first_request_ms.push(first.ms);
+    cold[n].second_request_ms.push(second.ms);
+    await mf.dispose();
+  }
+}
+
+// ---- sizes ---------------------------------------------------------------------------
+const sizes = {};
+for (const n of ["ours", "floor"]) {
+  const bytes = readFileSync(WORKERS[n].wasm);
+  sizes[n] = { raw: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
+}
+const jsSrc = ["js-worker/worker.mjs", "js-worker/decide.mjs"].map((f) => readFileSync(path.join(HERE, f)));
+const jsAll = Buffer.concat([...jsSrc, readFileSync(path.join(ROOT, "model/decision-model.json"))]);
+sizes.js = { raw: jsAll.length, gzip: gzipSync(jsAll, { level: 9 }).length, note: "JS source + artifact JSON" };
+
+// ---- summary -------------------------------------------------------------------------
+const summary = {};
+for (const rate of RATES) {
+  summary[rate] = {};
+  for (const n of NAMES) {
+    const steps = fixed[rate][n];
+    summary[rate][n] = {
+      p50_us: median(steps.map((s) => s.latency?.p50_us)),
+      p99_us: median(steps.map((s) => s.latency?.p99_us)),
+      achieved: median(steps.map((s) => s.achieved_rate)),
+      errors: steps.reduce((a, s) => a + Object.values(s.errors).reduce((x, y) => x + y, 0), 0),
+      sources: steps.at(-1).sources,
+    };
+  }
+}
+const result = {
+  runtime: `workerd via miniflare ${JSON.parse(readFileSync(path.join(ROOT, "node_modules/miniflare/package.json"), "utf8")).version}`,
+  load_generator: LOADTEST,
+  body: JSON.parse(body),
+  rates: RATES,
+  duration: DURATION,
+  warmup: WARMUP,
+  rounds: ROUNDS,
+  step: STEP,
+  step_duration: STEP_DURATION,
+  p99_limit: P99_LIMIT,
+  labels: Object.fromEntries(NAMES.map((n) => [n, WORKERS[n].label])),
+  summary,
+  rounds_detail: fixed,
+  knees,
+  cold: Object.fromEntries(
+    NAMES.map((n) => [
+      n,
+      {
+        runs: COLD,
+        total_ms: median(cold[n].total_ms),
+        first_request_ms: median(cold[n].first_request_ms),
+        second_request_ms: median(cold[n].second_request_ms),
+      },
+    ]),
+  ),
+  sizes,
+};
+const out = arg("out");
+if (out) writeFileSync(out, JSON.stringify(result, null, 2) + "\n");
+console.log(JSON.stringify(result.summary, null, 2));
