@@ -205,6 +205,9 @@ fn midpoint(a: f64, b: f64) -> f64 {
 /// Upper bound on bins per feature.
 const NB: usize = 4096;
 
+/// A leaf's training rows and its per-action values.
+type LeafRows = (Vec<u32>, [f64; NUM_ACTIONS]);
+
 /// Per-action gradient and hessian sums and the row count of a set of rows.
 type Stats = [f64; STATS];
 /// Layout of [`Stats`]: `K` gradients, `K` hessians, count.
@@ -323,12 +326,7 @@ fn new_tree() -> Tree {
 
 /// Grows one multi-output tree on the per-action gradients and hessians; returns the tree
 /// and, per leaf, its rows and values.
-fn grow(
-    bins: &Bins,
-    all: &[u32],
-    gh: &[Stats],
-    p: &GbdtParams,
-) -> (Tree, Vec<(Vec<u32>, [f64; NUM_ACTIONS])>) {
+fn grow(bins: &Bins, all: &[u32], gh: &[Stats], p: &GbdtParams) -> (Tree, Vec<LeafRows>) {
     let offsets = &bins.offsets;
     let total = offsets[FEATURE_DIM];
     let mut tree = new_tree();

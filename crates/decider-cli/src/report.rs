@@ -62,7 +62,7 @@ pub fn curve_svg(points: &[CurvePoint], threshold: f64, title: &str) -> String {
         r##"<polyline fill="none" stroke="#1f77b4" stroke-width="2" points="{}"/>"##,
         path.join(" ")
     );
-    if let Some(p) = points.iter().filter(|p| p.threshold >= threshold).last() {
+    if let Some(p) = points.iter().rev().find(|p| p.threshold >= threshold) {
         let _ = writeln!(
             s,
             r##"<circle cx="{:.1}" cy="{:.1}" r="5" fill="#d62728"/><text x="{:.1}" y="{:.1}" fill="#d62728">threshold {:.3}: coverage {:.1}%, accuracy {:.2}%</text>"##,

@@ -54,11 +54,10 @@ pub struct Trained {
     pub summary: serde_json::Value,
 }
 
-fn split(
-    rows: &[(State, Action)],
-    fraction: f64,
-    seed: u64,
-) -> (Vec<(State, Action)>, Vec<(State, Action)>) {
+/// Labelled rows.
+type Rows = Vec<(State, Action)>;
+
+fn split(rows: &[(State, Action)], fraction: f64, seed: u64) -> (Rows, Rows) {
     let mut idx: Vec<usize> = (0..rows.len()).collect();
     Rng::new(seed).shuffle(&mut idx);
     let nv = ((rows.len() as f64 * fraction).round() as usize)

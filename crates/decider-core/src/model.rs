@@ -594,7 +594,8 @@ mod tests {
 
     #[test]
     fn bad_shapes_are_refused() {
-        let cases: Vec<(&str, Box<dyn FnOnce(&mut serde_json::Value)>)> = vec![
+        type Edit = Box<dyn FnOnce(&mut serde_json::Value)>;
+        let cases: Vec<(&str, Edit)> = vec![
             (
                 "base_score",
                 Box::new(|v| v["model"]["base_score"] = serde_json::json!([0.0, 0.0])),
