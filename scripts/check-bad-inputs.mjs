@@ -4,7 +4,10 @@
 //   node scripts/check-bad-inputs.mjs                      # the built Worker (build/) in workerd
 //   BASE_URL=http://127.0.0.1:8787 node scripts/check-bad-inputs.mjs   # a running `make dev`
 //
-// Prints one line per mismatch and "N passed, N failed"; exits non-zero on any failure.
+// Every request also carries a canary bearer token and cookie: neither may appear in a
+// response, nor (in workerd, where the log is captured) in any log line, and no error may
+// leak a panic or runtime message. Prints one line per mismatch and "N passed, N failed";
+// exits non-zero on any failure.
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -24,10 +27,18 @@ export function bodyBytes(c) {
   return new Uint8Array(bytes);
 }
 
+/** Secrets a client may send; they must never be echoed or logged. */
+export const CANARY = `canary-${process.pid}-${Date.now()}`;
+const SECRET_HEADERS = { authorization: `Bearer ${CANARY}`, cookie: `session=${CANARY}` };
+const LEAKS = [CANARY, "panicked", "RuntimeError", "unreachable", "wasm-function", "stack backtrace"];
+
 /** Checks one response against a case; returns the list of problems. */
 export async function check(c, res) {
   const problems = [];
   const text = await res.text();
+  for (const leak of LEAKS) {
+    if (text.includes(leak)) problems.push(`response contains ${JSON.stringify(leak)}`);
+  }
   if (res.status >= 500) problems.push(`5xx: ${res.status}`);
   if (res.status !== c.expect.status) problems.push(`status ${res.status}, expected ${c.expect.status}`);
   if (c.expect.code !== null) {
@@ -47,6 +58,7 @@ export async function check(c, res) {
 
 async function main() {
   let fetchFn;
+  let logLines = null;
   let dispose = async () => {};
   if (process.env.BASE_URL) {
     fetchFn = (p, init) => fetch(new URL(p, process.env.BASE_URL), init);
@@ -54,13 +66,15 @@ async function main() {
     const { startWorker } = await import(path.join(ROOT, "tests/e2e/helpers.mjs"));
     const w = await startWorker();
     fetchFn = w.fetch;
+    logLines = w.stdoutLines;
     dispose = w.dispose;
   }
   let passed = 0;
   let failed = 0;
   try {
     for (const c of table.cases) {
-      const headers = c.content_type === null ? {} : { "content-type": c.content_type };
+      const headers = { ...SECRET_HEADERS };
+      if (c.content_type !== null) headers["content-type"] = c.content_type;
       const res = await fetchFn(c.path, { method: c.method, headers, body: bodyBytes(c) });
       const problems = await check(c, res);
       if (problems.length) {
@@ -68,6 +82,18 @@ async function main() {
         console.log(`FAIL ${c.name}: ${problems.join("; ")}`);
       } else {
         passed++;
+      }
+    }
+    if (logLines) {
+      // Log lines arrive asynchronously; give the last ones a moment.
+      await new Promise((r) => setTimeout(r, 200));
+      const leaked = logLines.filter((l) => l.includes(CANARY));
+      if (leaked.length) {
+        failed++;
+        console.log(`FAIL secrets in the log: ${leaked.length} line(s), e.g. ${leaked[0].slice(0, 120)}`);
+      } else {
+        passed++;
+        console.log(`log: ${logLines.length} line(s) checked, no canary`);
       }
     }
   } finally {
