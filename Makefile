@@ -24,7 +24,7 @@ WRANGLER := node_modules/.bin/wrangler
 WORKER_INPUTS := Cargo.toml Cargo.lock build.rs model/decision-model.json rules/default.json \
 	$(shell find src crates/decider-core/src crates/decider-core/Cargo.toml -type f 2>/dev/null)
 
-.PHONY: help setup tools node dev build test test-native e2e deploy size skew clean
+.PHONY: help setup tools node dev build test fmt clippy cargo-test doc cli e2e deploy size skew clean
 
 help:
 	@echo "make dev     set up what is missing, build, and serve on 127.0.0.1:\$$PORT (default 8787); DEV_ARGS go to wrangler dev"
@@ -77,22 +77,33 @@ deploy: setup build
 
 test: setup
 	@start=$$(date +%s); \
-	echo "== cargo fmt --check"; cargo fmt --all --check; \
-	echo "== cargo clippy (workspace, all targets, -D warnings)"; cargo clippy --workspace --all-targets --locked -- -D warnings; \
-	echo "== cargo test --workspace"; cargo test --workspace --locked; \
-	echo "== cargo doc (-D warnings)"; RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked; \
-	echo "== wasm build"; $(MAKE) --no-print-directory build size; \
-	echo "== decider CLI (for the skew test)"; cargo build -p decider-cli --release --locked; \
-	echo "== end-to-end tests in workerd"; $(MAKE) --no-print-directory e2e; \
+	for step in fmt clippy cargo-test doc build size cli e2e; do \
+		echo "== make $$step"; $(MAKE) --no-print-directory $$step; \
+	done; \
 	echo "make test: all green in $$(( $$(date +%s) - start )) s"
 
-# End-to-end tests only (needs a build and the release CLI).
-e2e:
+fmt:
+	cargo fmt --all --check
+
+clippy:
+	cargo clippy --workspace --all-targets --locked -- -D warnings
+
+cargo-test:
+	cargo test --workspace --locked
+
+doc:
+	RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+
+# The release CLI, for the skew test.
+cli:
+	cargo build -p decider-cli --release --locked
+
+# End-to-end tests only (needs `make build cli`).
+e2e: node
 	node scripts/run-e2e.mjs
 
 # The training/serving skew check on any JSONL file of states: make skew STATES=path
-skew: build
-	cargo build -p decider-cli --release --locked
+skew: build cli
 	SKEW_STATES=$(STATES) node scripts/run-e2e.mjs tests/e2e/skew.test.mjs
 
 clean:
