@@ -29,8 +29,13 @@ export function bodyBytes(c) {
 
 /** Secrets a client may send; they must never be echoed or logged. */
 export const CANARY = `canary-${process.pid}-${Date.now()}`;
-const SECRET_HEADERS = { authorization: `Bearer ${CANARY}`, cookie: `session=${CANARY}` };
+export const SECRET_HEADERS = { authorization: `Bearer ${CANARY}`, cookie: `session=${CANARY}` };
 const LEAKS = [CANARY, "panicked", "RuntimeError", "unreachable", "wasm-function", "stack backtrace"];
+
+/** Log lines that contain the canary (must be none). */
+export function leakedLogLines(lines) {
+  return lines.filter((l) => l.includes(CANARY));
+}
 
 /** Checks one response against a case; returns the list of problems. */
 export async function check(c, res) {
@@ -87,7 +92,7 @@ async function main() {
     if (logLines) {
       // Log lines arrive asynchronously; give the last ones a moment.
       await new Promise((r) => setTimeout(r, 200));
-      const leaked = logLines.filter((l) => l.includes(CANARY));
+      const leaked = leakedLogLines(logLines);
       if (leaked.length) {
         failed++;
         console.log(`FAIL secrets in the log: ${leaked.length} line(s), e.g. ${leaked[0].slice(0, 120)}`);
