@@ -4,6 +4,9 @@
 //   node scripts/check-bad-inputs.mjs                      # the built Worker (build/) in workerd
 //   BASE_URL=http://127.0.0.1:8787 node scripts/check-bad-inputs.mjs   # a running `make dev`
 //
+// Then the same valid body is decided with spoofed client headers (forwarding, Cloudflare,
+// decision headers): the decision must not change.
+//
 // Every request also carries a canary bearer token and cookie: neither may appear in a
 // response, nor (in workerd, where the log is captured) in any log line, and no error may
 // leak a panic or runtime message. Prints one line per mismatch and "N passed, N failed";
@@ -31,6 +34,53 @@ export function bodyBytes(c) {
 export const CANARY = `canary-${process.pid}-${Date.now()}`;
 export const SECRET_HEADERS = { authorization: `Bearer ${CANARY}`, cookie: `session=${CANARY}` };
 const LEAKS = [CANARY, "panicked", "RuntimeError", "unreachable", "wasm-function", "stack backtrace"];
+
+/** Client headers that must not influence a decision (each sent alone, then all together). */
+export const SPOOFED_HEADERS = {
+  "x-forwarded-for": "203.0.113.7",
+  "x-real-ip": "203.0.113.7",
+  "cf-connecting-ip": "203.0.113.7",
+  "cf-ipcountry": "KP",
+  "cf-ray": "spoofed-ray",
+  "x-decision-action": "reject",
+  "x-decision-source": "model",
+  "x-region-id": "9",
+  forwarded: "for=203.0.113.7;proto=https",
+  host: "evil.example",
+};
+
+/** What a decision is, without its timing. */
+function decisionCore(d) {
+  const { decision_us: _t, ...rest } = d;
+  return JSON.stringify(rest);
+}
+
+/** Decides one valid body plainly and with each spoofed header; returns the problems. */
+export async function checkHeaderIndependence(fetchFn) {
+  const body = JSON.stringify({
+    state: { request_type: 1, region_id: 3, current_load: 0.4, recent_success_rate: 0.97, queue_depth: 12, hour: 14 },
+  });
+  const send = async (extra) => {
+    const res = await fetchFn("/v1/decide", {
+      method: "POST",
+      headers: { "content-type": "application/json", ...extra },
+      body: new Uint8Array(Buffer.from(body)),
+    });
+    return [res.status, await res.text()];
+  };
+  const [status, base] = await send({});
+  if (status !== 200) return [`baseline status ${status}`];
+  const want = decisionCore(JSON.parse(base));
+  const problems = [];
+  const variants = [...Object.entries(SPOOFED_HEADERS).map(([k, v]) => ({ [k]: v })), SPOOFED_HEADERS];
+  for (const extra of variants) {
+    const [st, text] = await send(extra);
+    if (st !== 200 || decisionCore(JSON.parse(text)) !== want) {
+      problems.push(`${Object.keys(extra).join("+")}: ${st} ${text.slice(0, 120)}`);
+    }
+  }
+  return problems;
+}
 
 /** Log lines that contain the canary (must be none). */
 export function leakedLogLines(lines) {
@@ -88,6 +138,13 @@ async function main() {
       } else {
         passed++;
       }
+    }
+    const spoofed = await checkHeaderIndependence(fetchFn);
+    if (spoofed.length) {
+      failed++;
+      console.log(`FAIL spoofed headers changed the decision: ${spoofed.join("; ")}`);
+    } else {
+      passed++;
     }
     if (logLines) {
       // Log lines arrive asynchronously; give the last ones a moment.
