@@ -91,16 +91,23 @@ for (const b of [...bodies, ...extra]) {
 }
 
 // ---- timing --------------------------------------------------------------------------
+// Wall time per decision, and CPU time per decision (process user+system time: on a shared
+// machine the wall clock also counts the time this process waited for a core, CPU time much
+// less so).
 function timeRuns(fn) {
   fn(ITERS); // warm: JIT tiers, caches
   fn(ITERS);
-  const perDecisionUs = [];
+  const wall = [];
+  const cpu = [];
   for (let r = 0; r < RUNS; r++) {
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
     fn(ITERS);
-    perDecisionUs.push(((performance.now() - t0) * 1000) / ITERS);
+    wall.push(((performance.now() - t0) * 1000) / ITERS);
+    const c = process.cpuUsage(c0);
+    cpu.push((c.user + c.system) / ITERS);
   }
-  return summary(perDecisionUs);
+  return { ...summary(wall), cpu: summary(cpu) };
 }
 
 let sink = 0;
@@ -121,12 +128,13 @@ for (let r = 0; r < rounds; r++) {
   wasmDecideOnly.push(timeRuns(one.wasmDecide));
   jsWhole.push(timeRuns(one.jsWhole));
 }
-const merge = (xs) => ({
+const merge1 = (xs) => ({
   median: median(xs.map((x) => x.median)),
   min: Math.min(...xs.map((x) => x.min)),
   max: Math.max(...xs.map((x) => x.max)),
   runs: xs.reduce((a, x) => a + x.runs, 0),
 });
+const merge = (xs) => ({ ...merge1(xs), cpu: merge1(xs.map((x) => x.cpu)) });
 
 // ---- cold start: a fresh isolate (worker thread) to its first decision ----------------
 const COLD_SRC = `
@@ -191,6 +199,8 @@ const result = {
   wasm_decide_us: merge(wasmDecideOnly),
   js_whole_us: merge(jsWhole),
   ratio_wasm_over_js: median(wasmWhole.map((x) => x.median)) / median(jsWhole.map((x) => x.median)),
+  ratio_wasm_over_js_cpu: median(wasmWhole.map((x) => x.cpu.median)) / median(jsWhole.map((x) => x.cpu.median)),
+  load_average: (await import("node:os")).loadavg(),
   cold_start_ms: { wasm: summary(coldWasm), js: summary(coldJs) },
   wasm_module_bytes: wasmBytes.length,
   agreement: { checked: bodies.length + extra.length, disagreements: disagreements.length, examples: disagreements.slice(0, 3) },

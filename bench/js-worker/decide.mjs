@@ -58,6 +58,37 @@ export function parseState(obj, defaultHour) {
   return { request_type, region_id, current_load, recent_success_rate, queue_depth, hour };
 }
 
+// sin/cos(2π·hour/24) as the encoder's table (crates/decider-core/src/features.rs): libm
+// implementations differ in the last bit for some hours (V8's Math.sin(2π·16/24) is one ulp
+// off glibc's), and a tree split sitting on a training value then flips. A JS port has to
+// carry the same table to agree with the model; the skew check in bench/micro.mjs found it.
+const HOUR_SIN_COS = [
+  [0.0, 1.0],
+  [0.25881904510252074, 0.9659258262890683],
+  [0.49999999999999994, 0.8660254037844387],
+  [0.7071067811865475, 0.7071067811865476],
+  [0.8660254037844386, 0.5000000000000001],
+  [0.9659258262890683, 0.25881904510252074],
+  [1.0, 6.123233995736766e-17],
+  [0.9659258262890683, -0.25881904510252063],
+  [0.8660254037844387, -0.4999999999999998],
+  [0.7071067811865476, -0.7071067811865475],
+  [0.49999999999999994, -0.8660254037844387],
+  [0.258819045102521, -0.9659258262890682],
+  [1.2246467991473532e-16, -1.0],
+  [-0.2588190451025208, -0.9659258262890683],
+  [-0.4999999999999997, -0.8660254037844388],
+  [-0.7071067811865471, -0.7071067811865479],
+  [-0.8660254037844384, -0.5000000000000004],
+  [-0.9659258262890683, -0.25881904510252063],
+  [-1.0, -1.8369701987210297e-16],
+  [-0.9659258262890684, 0.2588190451025203],
+  [-0.8660254037844386, 0.5000000000000001],
+  [-0.7071067811865477, 0.7071067811865474],
+  [-0.5000000000000004, 0.8660254037844384],
+  [-0.25881904510252157, 0.9659258262890681],
+];
+
 const clip01 = (v) => (Number.isNaN(v) ? 0 : Math.min(Math.max(v, 0), 1));
 
 /** Encoder v1: 16 floats. */
@@ -67,9 +98,9 @@ export function encode(s) {
   x[1] = clip01(s.current_load);
   x[2] = clip01(s.recent_success_rate);
   x[3] = clip01(s.queue_depth / 100);
-  const angle = (2 * Math.PI * s.hour) / 24;
-  x[4] = Math.sin(angle);
-  x[5] = Math.cos(angle);
+  const [sin, cos] = HOUR_SIN_COS[Math.min(s.hour, 23)];
+  x[4] = sin;
+  x[5] = cos;
   x[6 + Math.min(s.region_id, 9)] = 1;
   return x;
 }
