@@ -44,8 +44,8 @@ echo "fuzz.sh: building $(echo $targets | wc -w) targets" >&2
 CARGO_BUILD_JOBS=1 nice -n 19 cargo +nightly fuzz build -O >&2
 
 {
-  echo "| target | seconds | executions | exec/s | cov | ft | corpus | result |"
-  echo "|---|---:|---:|---:|---:|---:|---:|---|"
+  echo "| target | seconds | executions | exec/s | cov | ft | corpus | slowest input (s) | peak RSS (MB) | result |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 } >"$summary"
 
 failed=0
@@ -67,13 +67,15 @@ for t in $targets; do
   elapsed=$(($(date +%s) - start))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  slowest=$(sed -n 's/^stat::slowest_unit_time_sec: *//p' "$log" | tail -1)
+  rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -1)
   last=$(grep -E '^#[0-9]+' "$log" | grep ' cov: ' | tail -1 || true)
   cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
   ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
   corp=$(sed -n 's/.* corp: \([0-9]*\/[0-9a-zA-Z]*\).*/\1/p' <<<"$last")
   printf '%-14s %5ss  execs %-10s exec/s %-7s cov %-5s ft %-6s corpus %-12s %s\n' \
     "$t" "$elapsed" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$result"
-  echo "| $t | $elapsed | ${execs:-?} | ${rate:-?} | ${cov:-?} | ${ft:-?} | ${corp:-?} | $result |" >>"$summary"
+  echo "| $t | $elapsed | ${execs:-?} | ${rate:-?} | ${cov:-?} | ${ft:-?} | ${corp:-?} | ${slowest:-?} | ${rss:-?} | $result |" >>"$summary"
 done
 
 echo "fuzz.sh: summary in $summary" >&2
