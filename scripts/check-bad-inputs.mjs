@@ -7,6 +7,10 @@
 // Then the same valid body is decided with spoofed client headers (forwarding, Cloudflare,
 // decision headers): the decision must not change.
 //
+// With BODIES_DIR=<dir> (e.g. a fuzzer's corpus), every file in it is also POSTed as a
+// JSON body (BODIES_WRAP=state sends {"state": <file>} instead): inputs nobody wrote by
+// hand must get a 200 or a 4xx, never a 5xx.
+//
 // Every request also carries a canary bearer token and cookie: neither may appear in a
 // response, nor (in workerd, where the log is captured) in any log line, and no error may
 // leak a panic or runtime message. Prints one line per mismatch and "N passed, N failed";
@@ -135,6 +139,33 @@ async function main() {
       if (problems.length) {
         failed++;
         console.log(`FAIL ${c.name}: ${problems.join("; ")}`);
+      } else {
+        passed++;
+      }
+    }
+    if (process.env.BODIES_DIR) {
+      const { readdirSync } = await import("node:fs");
+      const dir = process.env.BODIES_DIR;
+      const counts = {};
+      const bad = [];
+      for (const f of readdirSync(dir)) {
+        let bytes = readFileSync(path.join(dir, f));
+        if (process.env.BODIES_WRAP === "state") {
+          bytes = Buffer.concat([Buffer.from('{"state": '), bytes, Buffer.from("}")]);
+        }
+        const res = await fetchFn("/v1/decide", {
+          method: "POST",
+          headers: { ...SECRET_HEADERS, "content-type": "application/json" },
+          body: new Uint8Array(bytes),
+        });
+        const text = await res.text();
+        counts[res.status] = (counts[res.status] ?? 0) + 1;
+        if (res.status >= 500 || LEAKS.some((l) => text.includes(l))) bad.push(`${f}: ${res.status} ${text.slice(0, 80)}`);
+      }
+      console.log(`bodies: ${JSON.stringify(counts)} from ${dir}`);
+      if (bad.length) {
+        failed++;
+        console.log(`FAIL ${bad.length} bodies: ${bad.slice(0, 5).join("; ")}`);
       } else {
         passed++;
       }
