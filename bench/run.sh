@@ -84,7 +84,7 @@ commit=$(git rev-parse --short HEAD)
 dirty=false
 git diff --quiet HEAD -- src crates model rules bench 2>/dev/null || dirty=true
 node -e '
-const [,, out, ...kv] = process.argv;
+const [, out, ...kv] = process.argv;
 const o = Object.fromEntries(kv.map((s) => { const i = s.indexOf("="); return [s.slice(0, i), s.slice(i + 1)]; }));
 o.dirty = o.dirty === "true";
 o.commands = JSON.parse(o.commands);

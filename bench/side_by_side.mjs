@@ -5,8 +5,8 @@
 // cold starts (a fresh workerd to its first decision), then wasm sizes.
 //
 // usage: node bench/side_by_side.mjs --loadtest PATH [--out FILE]
-//   env: BENCH_RATES="200,1000"  BENCH_DURATION=5s  BENCH_WARMUP=1s  BENCH_ROUNDS=3
-//        BENCH_STEP=500:4000:500  BENCH_STEP_DURATION=3s  BENCH_P99_LIMIT=10ms  BENCH_COLD=5
+//   env: BENCH_RATES="100,400"  BENCH_DURATION=5s  BENCH_WARMUP=1s  BENCH_ROUNDS=5
+//        BENCH_STEP=200:3000:200  BENCH_STEP_DURATION=2s  BENCH_P99_LIMIT=10ms  BENCH_COLD=5
 import { Miniflare } from "miniflare";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
@@ -29,12 +29,12 @@ if (!LOADTEST) {
   process.exit(2);
 }
 const env = (k, d) => process.env[k] ?? d;
-const RATES = env("BENCH_RATES", "200,1000").split(",").map(Number);
+const RATES = env("BENCH_RATES", "100,400").split(",").map(Number);
 const DURATION = env("BENCH_DURATION", "5s");
 const WARMUP = env("BENCH_WARMUP", "1s");
-const ROUNDS = Number(env("BENCH_ROUNDS", "3"));
-const STEP = env("BENCH_STEP", "500:4000:500");
-const STEP_DURATION = env("BENCH_STEP_DURATION", "3s");
+const ROUNDS = Number(env("BENCH_ROUNDS", "5"));
+const STEP = env("BENCH_STEP", "200:3000:200");
+const STEP_DURATION = env("BENCH_STEP_DURATION", "2s");
 const P99_LIMIT = env("BENCH_P99_LIMIT", "10ms");
 const COLD = Number(env("BENCH_COLD", "5"));
 const BODY_FILE = path.join(HERE, "state.json");
