@@ -124,3 +124,20 @@ FUZZ_SECONDS ?= 60
 .PHONY: fuzz
 fuzz:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh
+
+# --- model (decider CLI) ---
+# `make model` regenerates model/decision-model.json, its card and curve from the simulator
+# (byte-identical for the same seeds). `make peers` re-measures scikit-learn's MLP and
+# HistGradientBoosting against `decider train` on the same data (needs scikit-learn; the card
+# embeds model/peers.md on the next `make model`). `make unseen` checks training on routing
+# policies the simulator never produced (bench/unseen_policy.py).
+.PHONY: model peers unseen
+model:
+	bash model/regenerate.sh
+
+peers: cli
+	python3 -m pip install --quiet scikit-learn==1.5.2
+	python3 bench/peers.py --decider target/release/decider --out model/peers.md
+
+unseen: cli
+	python3 bench/unseen_policy.py --decider target/release/decider

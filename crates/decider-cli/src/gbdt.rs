@@ -44,7 +44,7 @@ pub struct GbdtParams {
 impl Default for GbdtParams {
     fn default() -> Self {
         GbdtParams {
-            learning_rate: 0.3,
+            learning_rate: 0.15,
             max_rounds: 400,
             max_leaves: 31,
             max_depth: 8,
