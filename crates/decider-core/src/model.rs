@@ -209,18 +209,23 @@ impl FeatureRanges {
 
 /// Flattened tree node for fast traversal.
 #[derive(Debug, Clone, Copy)]
+///
+/// Laid out for speed: 16 bytes, and the two children of a split are adjacent, so the next
+/// node is `left + (x > threshold)` — no unpredictable branch per level.
 struct Node {
-    /// Split feature; `u16::MAX` marks a leaf.
-    feature: u16,
-    /// Child for `x <= threshold`.
-    left: u32,
-    /// Child for `x > threshold`.
-    right: u32,
     /// Split threshold (unused for leaves).
     threshold: f64,
+    /// Split feature; `u16::MAX` marks a leaf.
+    feature: u16,
+    /// Splits: index of the child for `x <= threshold` (the other child follows it).
+    /// Leaves: index into the leaf values.
+    left: u32,
 }
 
 const LEAF: u16 = u16::MAX;
+
+// The feature-index mask in `Model::margins` needs a power-of-two feature count.
+const _: () = assert!(FEATURE_DIM.is_power_of_two());
 
 /// A validated, ready-to-run model.
 #[derive(Debug, Clone)]
@@ -405,12 +410,10 @@ impl Model {
         for &root in &self.roots {
             let mut n = self.nodes[root as usize];
             while n.feature != LEAF {
-                let next = if x[n.feature as usize] <= n.threshold {
-                    n.left
-                } else {
-                    n.right
-                };
-                n = self.nodes[next as usize];
+                // `!(x <= t)` rather than `x > t`: NaN goes right, as the artifact defines.
+                // The mask is a no-op (features are validated < 16) that spares a bounds check.
+                let right = !(x[usize::from(n.feature) & (FEATURE_DIM - 1)] <= n.threshold);
+                n = self.nodes[n.left as usize + usize::from(right)];
             }
             let v = &self.leaves[n.left as usize];
             for k in 0..NUM_ACTIONS {
@@ -456,20 +459,13 @@ fn check_tree(
             "feature, threshold, left, right and value differ in length".into(),
         ));
     }
-    let base = nodes.len() as u32;
+    let mut parents = vec![0u8; n];
     for i in 0..n {
         let (f, th, v) = (t.feature[i], t.threshold[i], t.value[i]);
         if !th.is_finite() || v.iter().any(|x| !x.is_finite()) {
             return Err(ArtifactError::NonFinite(format!("tree {ti} node {i}")));
         }
         if f < 0 {
-            nodes.push(Node {
-                feature: LEAF,
-                left: leaves.len() as u32,
-                right: 0,
-                threshold: 0.0,
-            });
-            leaves.push(v);
             continue;
         }
         if f as usize >= FEATURE_DIM {
@@ -485,12 +481,43 @@ fn check_tree(
                 i + 1
             )));
         }
-        nodes.push(Node {
-            feature: f as u16,
-            left: base + l as u32,
-            right: base + r as u32,
-            threshold: th,
-        });
+        for c in [l, r] {
+            parents[c] += 1;
+            if parents[c] > 1 || l == r {
+                return Err(shape(format!("node {c} has more than one parent")));
+            }
+        }
+    }
+    // Re-lay the tree breadth-first so that siblings are adjacent (see `Node`).
+    let base = nodes.len();
+    let mut order = vec![0usize];
+    nodes.push(Node {
+        threshold: 0.0,
+        feature: LEAF,
+        left: 0,
+    });
+    let mut k = 0;
+    while k < order.len() {
+        let (i, at) = (order[k], base + k);
+        if t.feature[i] < 0 {
+            nodes[at].left = leaves.len() as u32;
+            leaves.push(t.value[i]);
+        } else {
+            nodes[at] = Node {
+                threshold: t.threshold[i],
+                feature: t.feature[i] as u16,
+                left: (base + order.len()) as u32,
+            };
+            for c in [t.left[i], t.right[i]] {
+                order.push(c as usize);
+                nodes.push(Node {
+                    threshold: 0.0,
+                    feature: LEAF,
+                    left: 0,
+                });
+            }
+        }
+        k += 1;
     }
     Ok(())
 }
@@ -645,6 +672,66 @@ mod tests {
             Model::from_json(&text),
             Err(ArtifactError::NonFinite(_))
         ));
+    }
+
+    /// The artifact's definition of a tree, walked node by node (no re-layout).
+    fn reference_margins(a: &Artifact, x: &Features) -> [f64; NUM_ACTIONS] {
+        let mut m = [0.0; NUM_ACTIONS];
+        m.copy_from_slice(&a.model.base_score);
+        for t in &a.model.trees {
+            let mut i = 0;
+            while t.feature[i] >= 0 {
+                i = if x[t.feature[i] as usize] <= t.threshold[i] {
+                    t.left[i] as usize
+                } else {
+                    t.right[i] as usize
+                };
+            }
+            for k in 0..NUM_ACTIONS {
+                m[k] += t.value[i][k];
+            }
+        }
+        m
+    }
+
+    #[test]
+    fn fast_layout_matches_the_artifact_definition() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../model/decision-model.json"
+        );
+        let shipped = std::fs::read_to_string(path).unwrap();
+        for text in [TINY_ARTIFACT, shipped.as_str()] {
+            let m = Model::from_json(text).unwrap();
+            let mut seed = 0x2545_f491_4f6c_dd1du64;
+            let mut next = || {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                (seed >> 11) as f64 / (1u64 << 53) as f64
+            };
+            for _ in 0..2000 {
+                let s = State {
+                    request_type: (next() * 6.0) as u8,
+                    region_id: (next() * 10.0) as u8,
+                    current_load: next() * 1.3,
+                    recent_success_rate: next(),
+                    queue_depth: next() * 150.0,
+                    hour: (next() * 24.0) as u8,
+                };
+                let x = encode(&s);
+                assert_eq!(m.margins(&x), reference_margins(m.artifact(), &x));
+            }
+        }
+    }
+
+    #[test]
+    fn shared_children_are_refused() {
+        let e = Model::from_json(&edit(|v| {
+            v["model"]["trees"][0]["right"][0] = 1.into();
+        }))
+        .unwrap_err();
+        assert!(e.to_string().contains("more than one parent"), "{e}");
     }
 
     #[test]
