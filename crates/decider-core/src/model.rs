@@ -412,6 +412,7 @@ impl Model {
             while n.feature != LEAF {
                 // `!(x <= t)` rather than `x > t`: NaN goes right, as the artifact defines.
                 // The mask is a no-op (features are validated < 16) that spares a bounds check.
+                #[allow(clippy::neg_cmp_op_on_partial_ord)]
                 let right = !(x[usize::from(n.feature) & (FEATURE_DIM - 1)] <= n.threshold);
                 n = self.nodes[n.left as usize + usize::from(right)];
             }
