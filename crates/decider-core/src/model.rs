@@ -688,9 +688,7 @@ mod tests {
                     t.right[i] as usize
                 };
             }
-            for k in 0..NUM_ACTIONS {
-                m[k] += t.value[i][k];
-            }
+            m.iter_mut().zip(&t.value[i]).for_each(|(a, b)| *a += b);
         }
         m
     }
