@@ -4,6 +4,7 @@
 //
 // States: tests/fixtures/skew_states.jsonl (scripts/gen-skew-states.mjs, fixed seed), or any
 // JSONL file of states (bare or {"state": …}) given as SKEW_STATES=path (`make skew STATES=path`).
+// DECIDER_BIN=path picks the CLI binary (default: target/debug/decider).
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -12,7 +13,8 @@ import { ROOT, startWorker } from "./helpers.mjs";
 
 const STATES = process.env.SKEW_STATES || path.join(ROOT, "tests/fixtures/skew_states.jsonl");
 const DEFAULT_FIXTURE = !process.env.SKEW_STATES;
-const CLI = path.join(ROOT, "target/release/decider");
+// `make cli` builds it (debug: same arithmetic as release, and already built by cargo test).
+const CLI = process.env.DECIDER_BIN || path.join(ROOT, "target/debug/decider");
 const TOLERANCE = 1e-6;
 
 const states = readFileSync(path.resolve(ROOT, STATES), "utf8")
@@ -30,7 +32,7 @@ beforeAll(async () => {
 afterAll(() => w?.dispose());
 
 function native() {
-  expect(existsSync(CLI), `${CLI} is missing: cargo build -p decider-cli --release`).toBe(true);
+  expect(existsSync(CLI), `${CLI} is missing: make cli (or DECIDER_BIN=path)`).toBe(true);
   const run = spawnSync(
     CLI,
     ["decide", "--model", path.join(ROOT, "model/decision-model.json"), "--rules", path.join(ROOT, "rules/default.json")],
