@@ -275,12 +275,17 @@ fn cmd_train(a: TrainArgs) -> Result<()> {
     };
     let trained = train::train(&data, valid.as_ref(), &opts, &rules, |r| {
         bar.set_position(r.round as u64);
-        bar.set_message(format!(
-            "loss {:.4} val_loss {:.4} val_acc {:.2}%",
-            r.train_loss,
-            r.valid_loss,
-            r.valid_accuracy * 100.0
-        ));
+        bar.set_message(if r.valid_loss.is_nan() {
+            // The refit on all rows has no held-out data to report.
+            format!("refit on all rows: loss {:.4}", r.train_loss)
+        } else {
+            format!(
+                "loss {:.4} val_loss {:.4} val_acc {:.2}%",
+                r.train_loss,
+                r.valid_loss,
+                r.valid_accuracy * 100.0
+            )
+        });
     })
     .map_err(|e| anyhow!(e))?;
     bar.finish_and_clear();
