@@ -142,3 +142,10 @@ peers: cli
 
 unseen: cli
 	python3 bench/unseen_policy.py --decider target/release/decider
+
+# --- soak (hardening) ---
+# A fixed rate at `wrangler dev` for 60 s in 10 s windows; 0 errors and last-window p99
+# within 20% of the first, or it fails. Writes SOAK.md.
+.PHONY: soak
+soak: setup build cli
+	bash scripts/soak.sh
