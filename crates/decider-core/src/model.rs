@@ -211,32 +211,45 @@ impl FeatureRanges {
 #[derive(Debug, Clone, Copy)]
 ///
 /// Laid out for speed: 16 bytes, and the two children of a split are adjacent, so the next
-/// node is `left + (x > threshold)` — no unpredictable branch per level.
+/// node is `left + (x > threshold)` — no branch per level. A leaf loops onto itself (it
+/// tests the always-zero padding feature [`PAD_FEATURE`] against +∞ and goes "left" to its
+/// own index), so trees can be walked a fixed number of steps, several at once, without
+/// asking whether each has arrived: independent walks overlap in the CPU instead of
+/// waiting on one another's loads.
 struct Node {
-    /// Split threshold (unused for leaves).
+    /// Split threshold; +∞ for leaves.
     threshold: f64,
-    /// Split feature; `u16::MAX` marks a leaf.
+    /// Split feature; [`PAD_FEATURE`] for leaves.
     feature: u16,
     /// Splits: index of the child for `x <= threshold` (the other child follows it).
-    /// Leaves: index into the leaf values.
+    /// Leaves: the leaf's own index.
     left: u32,
 }
 
-const LEAF: u16 = u16::MAX;
+/// Width of the padded feature vector walked by [`Model::margins`] (a power of two, so a
+/// mask instead of a bounds check keeps feature indices in range).
+const PADDED: usize = 2 * FEATURE_DIM;
+/// A feature index that is always 0 in the padded vector; leaves test it.
+const PAD_FEATURE: u16 = FEATURE_DIM as u16;
+/// Trees walked together in [`Model::margins`].
+const LANES: usize = 16;
 
-// The feature-index mask in `Model::margins` needs a power-of-two feature count.
-const _: () = assert!(FEATURE_DIM.is_power_of_two());
+const _: () = assert!(PADDED.is_power_of_two() && (PAD_FEATURE as usize) < PADDED);
 
 /// A validated, ready-to-run model.
 #[derive(Debug, Clone)]
 pub struct Model {
     artifact: Artifact,
-    /// All trees' nodes, flattened; a leaf's `left` indexes `leaves`.
+    /// All trees' nodes, flattened.
     nodes: Vec<Node>,
+    /// Per node: index into `leaves` for leaves, unused for splits.
+    leaf_of: Vec<u32>,
     /// Leaf values.
     leaves: Vec<[f64; NUM_ACTIONS]>,
     /// Root node index per tree.
     roots: Vec<u32>,
+    /// Per group of [`LANES`] trees: the depth of the deepest, i.e. the steps to walk.
+    lane_depth: Vec<u32>,
 }
 
 impl Model {
@@ -347,12 +360,18 @@ impl Model {
             finite(*v, &format!("model.base_score[{k}]"))?;
         }
         let mut nodes = Vec::new();
+        let mut leaf_of = Vec::new();
         let mut leaves = Vec::new();
         let mut roots = Vec::with_capacity(a.model.trees.len());
+        let mut depths = Vec::with_capacity(a.model.trees.len());
         for (ti, tree) in a.model.trees.iter().enumerate() {
             roots.push(nodes.len() as u32);
-            check_tree(ti, tree, &mut nodes, &mut leaves)?;
+            depths.push(check_tree(ti, tree, &mut nodes, &mut leaf_of, &mut leaves)?);
         }
+        let lane_depth = depths
+            .chunks(LANES)
+            .map(|c| c.iter().copied().max().unwrap_or(0))
+            .collect();
         // Every number is finite, but a sum of them need not be: bound each action's margin
         // by |base score| plus the largest |leaf| of each of its trees, added in inference
         // order (rounding is monotonic, so the real margin never exceeds this bound). A
@@ -378,8 +397,10 @@ impl Model {
         Ok(Model {
             artifact,
             nodes,
+            leaf_of,
             leaves,
             roots,
+            lane_depth,
         })
     }
 
@@ -407,18 +428,26 @@ impl Model {
     pub fn margins(&self, x: &Features) -> [f64; NUM_ACTIONS] {
         let mut m = [0.0; NUM_ACTIONS];
         m.copy_from_slice(&self.artifact.model.base_score);
-        for &root in &self.roots {
-            let mut n = self.nodes[root as usize];
-            while n.feature != LEAF {
-                // `!(x <= t)` rather than `x > t`: NaN goes right, as the artifact defines.
-                // The mask is a no-op (features are validated < 16) that spares a bounds check.
-                #[allow(clippy::neg_cmp_op_on_partial_ord)]
-                let right = !(x[usize::from(n.feature) & (FEATURE_DIM - 1)] <= n.threshold);
-                n = self.nodes[n.left as usize + usize::from(right)];
+        let mut xs = [0.0; PADDED];
+        xs[..FEATURE_DIM].copy_from_slice(x);
+        for (group, &steps) in self.roots.chunks(LANES).zip(&self.lane_depth) {
+            // Spare lanes of the last group re-walk its first tree and are not added.
+            let mut cur = [group[0]; LANES];
+            cur[..group.len()].copy_from_slice(group);
+            for _ in 0..steps {
+                for c in &mut cur {
+                    let n = &self.nodes[*c as usize];
+                    // `!(x <= t)` rather than `x > t`: NaN goes right, as the artifact
+                    // defines. The mask is a no-op (features are validated) that spares a
+                    // bounds check.
+                    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+                    let right = !(xs[usize::from(n.feature) & (PADDED - 1)] <= n.threshold);
+                    *c = n.left + u32::from(right);
+                }
             }
-            let v = &self.leaves[n.left as usize];
-            for k in 0..NUM_ACTIONS {
-                m[k] += v[k];
+            for &c in &cur[..group.len()] {
+                let v = &self.leaves[self.leaf_of[c as usize] as usize];
+                m.iter_mut().zip(v).for_each(|(a, b)| *a += b);
             }
         }
         m
@@ -436,12 +465,14 @@ impl Model {
 }
 
 /// Validates one tree and appends its nodes (with absolute child indices) to `nodes`.
+/// Returns the tree's depth (edges on its longest root-to-leaf path).
 fn check_tree(
     ti: usize,
     t: &Tree,
     nodes: &mut Vec<Node>,
+    leaf_of: &mut Vec<u32>,
     leaves: &mut Vec<[f64; NUM_ACTIONS]>,
-) -> Result<(), ArtifactError> {
+) -> Result<u32, ArtifactError> {
     let n = t.feature.len();
     let shape = |m: String| ArtifactError::Shape(format!("tree {ti}: {m}"));
     if n == 0 {
@@ -491,17 +522,22 @@ fn check_tree(
     }
     // Re-lay the tree breadth-first so that siblings are adjacent (see `Node`).
     let base = nodes.len();
-    let mut order = vec![0usize];
-    nodes.push(Node {
-        threshold: 0.0,
-        feature: LEAF,
+    let placeholder = Node {
+        threshold: f64::INFINITY,
+        feature: PAD_FEATURE,
         left: 0,
-    });
+    };
+    let mut order = vec![(0usize, 0u32)];
+    nodes.push(placeholder);
+    leaf_of.push(0);
+    let mut depth = 0;
     let mut k = 0;
     while k < order.len() {
-        let (i, at) = (order[k], base + k);
+        let ((i, d), at) = (order[k], base + k);
+        depth = depth.max(d);
         if t.feature[i] < 0 {
-            nodes[at].left = leaves.len() as u32;
+            nodes[at].left = at as u32;
+            leaf_of[at] = leaves.len() as u32;
             leaves.push(t.value[i]);
         } else {
             nodes[at] = Node {
@@ -510,17 +546,14 @@ fn check_tree(
                 left: (base + order.len()) as u32,
             };
             for c in [t.left[i], t.right[i]] {
-                order.push(c as usize);
-                nodes.push(Node {
-                    threshold: 0.0,
-                    feature: LEAF,
-                    left: 0,
-                });
+                order.push((c as usize, d + 1));
+                nodes.push(placeholder);
+                leaf_of.push(0);
             }
         }
         k += 1;
     }
-    Ok(())
+    Ok(depth)
 }
 
 /// Softmax of `m / temperature`, numerically stable.
