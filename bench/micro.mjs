@@ -37,7 +37,6 @@ const median = (xs) => {
 const summary = (xs) => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs), runs: xs.length });
 
 const wasmBytes = readFileSync(wasmPath);
-const artifactText = readFileSync(path.join(ROOT, "model/decision-model.json"), "utf8");
 const rulesText = readFileSync(path.join(ROOT, "rules/default.json"), "utf8");
 
 const { instance } = await WebAssembly.instantiate(wasmBytes, {});
@@ -57,18 +56,12 @@ function wasmDecide(text) {
   return outText(w.decide(bytes.length));
 }
 
-// The JS baseline uses the artifact the wasm module embeds (the shipped one, or the same
-// tiny fallback when the shipped one does not load).
-const jsArtifact = shipped ? JSON.parse(artifactText) : JSON.parse(await tinyArtifact());
+// The JS baseline uses exactly the artifact the wasm module embeds (the shipped one at build
+// time, or the tiny fallback when that did not load).
+const jsArtifact = JSON.parse(outText(w.copy_artifact()));
 const model = loadModel(jsArtifact);
 const rules = loadRules(JSON.parse(rulesText));
 
-async function tinyArtifact() {
-  const src = readFileSync(path.join(ROOT, "crates/decider-core/src/model.rs"), "utf8");
-  const m = src.match(/TINY_ARTIFACT: &str = r#"([\s\S]*?)"#;/);
-  if (!m) throw new Error("TINY_ARTIFACT not found in model.rs");
-  return m[1];
-}
 
 // ---- agreement: same action, source, reason and rule; confidence within 1e-9 ----------
 const extra = [
@@ -188,6 +181,52 @@ for (let i = 0; i < COLD; i++) {
   coldJs.push(await coldOnce("js"));
 }
 
+// ---- the same wasm in workerd (Miniflare): does the Workers runtime run it as fast as V8 in node?
+// workerd freezes clocks while a request runs, so time from outside: a request doing N
+// decisions minus a request doing one, per decision.
+async function workerdTiming() {
+  const { Miniflare } = await import("miniflare");
+  const script = `
+import mod from "./micro.wasm";
+const w = new WebAssembly.Instance(mod, {}).exports;
+w.init();
+export default { async fetch(req) {
+  const u = new URL(req.url);
+  const n = Number(u.searchParams.get("n") ?? "1");
+  return new Response(String(u.pathname === "/decide" ? w.bench_decide(n) : w.bench_whole(n)));
+} };`;
+  const dir = path.join(HERE, "wasm-micro");
+  const mf = new Miniflare({
+    host: "127.0.0.1",
+    port: 0,
+    workers: [{ name: "micro", compatibilityDate: "2026-04-20", modules: [
+      { type: "ESModule", path: path.join(dir, "bench-worker.mjs"), contents: script },
+      { type: "CompiledWasm", path: path.join(dir, "micro.wasm"), contents: wasmBytes },
+    ] }],
+  });
+  const base = await mf.ready;
+  const get = async (p) => (await fetch(new URL(p, base))).text();
+  const out = {};
+  const N = ITERS;
+  for (const which of ["whole", "decide"]) {
+    for (let k = 0; k < 3; k++) await get(`/${which}?n=${N}`); // tier up
+    const per = [];
+    for (let k = 0; k < RUNS; k++) {
+      const t0 = performance.now();
+      await get(`/${which}?n=${N}`);
+      const many = performance.now() - t0;
+      const t1 = performance.now();
+      await get(`/${which}?n=1`);
+      const one = performance.now() - t1;
+      per.push(((many - one) * 1000) / (N - 1));
+    }
+    out[which] = summary(per);
+  }
+  await mf.dispose();
+  return out;
+}
+const inWorkerd = await workerdTiming();
+
 const result = {
   runtime: `node ${process.version} (V8 ${process.versions.v8})`,
   artifact: shipped ? "model/decision-model.json" : "tiny test artifact (model/decision-model.json did not load)",
@@ -202,6 +241,7 @@ const result = {
   ratio_wasm_over_js_cpu: median(wasmWhole.map((x) => x.cpu.median)) / median(jsWhole.map((x) => x.cpu.median)),
   load_average: (await import("node:os")).loadavg(),
   cold_start_ms: { wasm: summary(coldWasm), js: summary(coldJs) },
+  workerd_us: { runtime: "workerd via miniflare", whole: inWorkerd.whole, decide: inWorkerd.decide },
   wasm_module_bytes: wasmBytes.length,
   agreement: { checked: bodies.length + extra.length, disagreements: disagreements.length, examples: disagreements.slice(0, 3) },
   sink,

@@ -6,7 +6,7 @@
 //
 // usage: node bench/side_by_side.mjs --loadtest PATH [--out FILE]
 //   env: BENCH_RATES="100,400"  BENCH_DURATION=5s  BENCH_WARMUP=1s  BENCH_ROUNDS=5
-//        BENCH_STEP=200:3000:200  BENCH_STEP_DURATION=2s  BENCH_P99_LIMIT=10ms  BENCH_COLD=5
+//        BENCH_STEP=200:3000:200  BENCH_STEP_DURATION=2s  BENCH_P99_LIMIT=50ms  BENCH_COLD=5
 import { Miniflare } from "miniflare";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
@@ -35,7 +35,7 @@ const WARMUP = env("BENCH_WARMUP", "1s");
 const ROUNDS = Number(env("BENCH_ROUNDS", "5"));
 const STEP = env("BENCH_STEP", "200:3000:200");
 const STEP_DURATION = env("BENCH_STEP_DURATION", "2s");
-const P99_LIMIT = env("BENCH_P99_LIMIT", "10ms");
+const P99_LIMIT = env("BENCH_P99_LIMIT", "50ms");
 const COLD = Number(env("BENCH_COLD", "5"));
 const BODY_FILE = path.join(HERE, "state.json");
 const log = (...a) => console.error("[side-by-side]", ...a);

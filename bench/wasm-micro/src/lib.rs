@@ -9,6 +9,7 @@
 //! - `alloc(len) -> ptr`: a buffer the host writes a request body into.
 //! - `decide(len) -> len`: one whole decision on the body in the buffer (parse, validate,
 //!   encode, infer, policy, serialise); the decision JSON is at `output_ptr()`.
+//! - `copy_artifact() -> len`: the artifact text in use into the output buffer.
 //! - `copy_body(i) -> len`: seeded body `i` into the output buffer (for the JS baseline).
 //! - `bench_whole(iters) -> checksum`: `iters` whole decisions over the built-in seeded
 //!   bodies (the host times the call; the checksum keeps the work observable).
@@ -199,6 +200,24 @@ pub extern "C" fn decide(len: usize) -> usize {
     unsafe {
         let text = std::str::from_utf8(&INPUT[..len.min(INPUT.len())]).unwrap_or("");
         OUTPUT = e.decide_body(text).into_bytes();
+        OUTPUT.len()
+    }
+}
+
+/// Copies the artifact in use (the embedded one, or the tiny fallback) to the output buffer;
+/// returns its length. The JS baseline loads exactly this text.
+#[no_mangle]
+pub extern "C" fn copy_artifact() -> usize {
+    let Some(e) = engine() else { return 0 };
+    let text = if e.shipped {
+        ARTIFACT_JSON
+    } else {
+        decider_core::model::tests_support::TINY_ARTIFACT
+    };
+    // SAFETY: as in `alloc`.
+    #[allow(static_mut_refs)]
+    unsafe {
+        OUTPUT = text.as_bytes().to_vec();
         OUTPUT.len()
     }
 }
