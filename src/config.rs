@@ -4,7 +4,9 @@
 //! replaced by the default and reported in [`Config::errors`], which /v1/health shows.
 //! Parsing is pure (a lookup function in, a [`Config`] out) so it is tested natively.
 
+use crate::edge::{parse_origin, CanaryKey, Failover, Regions, RequestTypes};
 use decider_core::{Action, RuleTable, DEFAULT_RULES_JSON};
+use std::collections::BTreeMap;
 
 /// Decision threshold when neither `CONFIDENCE_THRESHOLD` nor a loaded artifact gives one.
 pub const DEFAULT_THRESHOLD: f64 = 0.8;
@@ -14,6 +16,14 @@ pub const DEFAULT_AI_TIMEOUT_MS: u32 = 25;
 pub const MAX_AI_TIMEOUT_MS: u32 = 10_000;
 /// Action when neither model nor rules can decide, unless `DEFAULT_ACTION` says otherwise.
 pub const DEFAULT_ACTION: Action = Action::RouteA;
+/// Default `SIGNALS_CACHE_S`: how long an isolate reuses the signals it read from KV.
+pub const DEFAULT_SIGNALS_CACHE_S: u32 = 5;
+/// Default `SIGNALS_MAX_AGE_S`: older signals are stale and routing falls back to rules.
+pub const DEFAULT_SIGNALS_MAX_AGE_S: u32 = 60;
+/// Default `ORIGIN_TIMEOUT_MS`: time to the origin's response headers.
+pub const DEFAULT_ORIGIN_TIMEOUT_MS: u32 = 5_000;
+/// Default `REJECT_RETRY_AFTER_S`.
+pub const DEFAULT_RETRY_AFTER_S: u32 = 5;
 
 /// Every variable the Worker reads, in the order /v1/health reports them.
 pub const VAR_NAMES: &[&str] = &[
@@ -26,7 +36,30 @@ pub const VAR_NAMES: &[&str] = &[
     "OOD_CHECK",
     "SHADOW",
     "DEBUG_ENDPOINTS",
+    "REQUEST_TYPES",
+    "REGIONS",
+    "SIGNALS_CACHE_S",
+    "SIGNALS_MAX_AGE_S",
+    "ORIGIN_ROUTE_A",
+    "ORIGIN_ROUTE_B",
+    "ORIGIN_ROUTE_C",
+    "ORIGIN_TIMEOUT_MS",
+    "FAILOVER",
+    "REJECT_RETRY_AFTER_S",
+    "CANARY_PERCENT",
+    "CANARY_KEY",
+    "ADMIN_TOKEN",
 ];
+
+/// A secret value: never printed, not even by `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(…)")
+    }
+}
 
 /// Where decisions come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +134,28 @@ pub struct Config {
     pub shadow: bool,
     /// `DEBUG_ENDPOINTS`: enables `POST /v1/debug/encode` (off by default).
     pub debug_endpoints: bool,
+    /// `REQUEST_TYPES`: (method, path prefix) → request type.
+    pub request_types: RequestTypes,
+    /// `REGIONS`: country / continent → region.
+    pub regions: Regions,
+    /// `SIGNALS_CACHE_S`: in-isolate reuse of the KV signals (0: read KV every request).
+    pub signals_cache_s: u32,
+    /// `SIGNALS_MAX_AGE_S`: signals older than this are stale.
+    pub signals_max_age_s: u32,
+    /// `ORIGIN_ROUTE_A/B/C`: origin base URL per routed action.
+    pub origins: BTreeMap<Action, String>,
+    /// `ORIGIN_TIMEOUT_MS`: time budget to the origin's response headers.
+    pub origin_timeout_ms: u32,
+    /// `FAILOVER`: where a failed origin's idempotent requests go next.
+    pub failover: Failover,
+    /// `REJECT_RETRY_AFTER_S`: `Retry-After` of a rejected request.
+    pub retry_after_s: u32,
+    /// `CANARY_PERCENT`: share of routing keys the model may decide for.
+    pub canary_percent: u8,
+    /// `CANARY_KEY`: what the sticky canary bucket is computed from.
+    pub canary_key: CanaryKey,
+    /// `ADMIN_TOKEN` (a secret): bearer token of the admin endpoints; unset disables them.
+    pub admin_token: Option<Secret>,
     /// Invalid variables, each replaced by its default.
     pub errors: Vec<ConfigIssue>,
 }
@@ -224,6 +279,74 @@ impl Config {
         let shadow = flag("SHADOW", false);
         let debug_endpoints = flag("DEBUG_ENDPOINTS", false);
 
+        let request_types = match get("REQUEST_TYPES") {
+            None => RequestTypes::shipped(),
+            Some(s) => RequestTypes::from_json(&s).unwrap_or_else(|e| {
+                bad("REQUEST_TYPES", format!("{e}; using the shipped table"));
+                RequestTypes::shipped()
+            }),
+        };
+        let regions = match get("REGIONS") {
+            None => Regions::shipped(),
+            Some(s) => Regions::from_json(&s).unwrap_or_else(|e| {
+                bad("REGIONS", format!("{e}; using the shipped map"));
+                Regions::shipped()
+            }),
+        };
+        let failover = match get("FAILOVER") {
+            None => Failover::shipped(),
+            Some(s) => Failover::from_json(&s).unwrap_or_else(|e| {
+                bad(
+                    "FAILOVER",
+                    format!("{e}; using route_a → route_b → route_c → route_a"),
+                );
+                Failover::shipped()
+            }),
+        };
+        let mut int = |var: &'static str, lo: u32, hi: u32, default: u32| match get(var) {
+            None => default,
+            Some(s) => match s.trim().parse::<u32>() {
+                Ok(v) if (lo..=hi).contains(&v) => v,
+                _ => {
+                    bad(
+                        var,
+                        format!("must be an integer {lo}..={hi}, got {s:?}; using {default}"),
+                    );
+                    default
+                }
+            },
+        };
+        let signals_cache_s = int("SIGNALS_CACHE_S", 0, 300, DEFAULT_SIGNALS_CACHE_S);
+        let signals_max_age_s = int("SIGNALS_MAX_AGE_S", 1, 86_400, DEFAULT_SIGNALS_MAX_AGE_S);
+        let origin_timeout_ms = int("ORIGIN_TIMEOUT_MS", 1, 60_000, DEFAULT_ORIGIN_TIMEOUT_MS);
+        let retry_after_s = int("REJECT_RETRY_AFTER_S", 0, 86_400, DEFAULT_RETRY_AFTER_S);
+        let canary_percent = int("CANARY_PERCENT", 0, 100, 100) as u8;
+
+        let mut origins = BTreeMap::new();
+        for (var, action) in [
+            ("ORIGIN_ROUTE_A", Action::RouteA),
+            ("ORIGIN_ROUTE_B", Action::RouteB),
+            ("ORIGIN_ROUTE_C", Action::RouteC),
+        ] {
+            if let Some(s) = get(var) {
+                match parse_origin(&s) {
+                    Ok(o) => {
+                        origins.insert(action, o);
+                    }
+                    Err(e) => bad(var, format!("{e}; {action} has no origin")),
+                }
+            }
+        }
+
+        let canary_key = match get("CANARY_KEY") {
+            None => CanaryKey::ClientIp,
+            Some(s) => CanaryKey::parse(&s).unwrap_or_else(|e| {
+                bad("CANARY_KEY", format!("{e}; using ip"));
+                CanaryKey::ClientIp
+            }),
+        };
+        let admin_token = get("ADMIN_TOKEN").map(|t| Secret(t.trim().to_string()));
+
         Config {
             backend,
             ai_model,
@@ -235,6 +358,17 @@ impl Config {
             ood_check,
             shadow,
             debug_endpoints,
+            request_types,
+            regions,
+            signals_cache_s,
+            signals_max_age_s,
+            origins,
+            origin_timeout_ms,
+            failover,
+            retry_after_s,
+            canary_percent,
+            canary_key,
+            admin_token,
             errors,
         }
     }
@@ -347,6 +481,76 @@ mod tests {
         let c = cfg(&[("DECISION_BACKEND", "workers-ai")]);
         assert_eq!(c.backend, BackendKind::WorkersAi);
         assert_eq!(c.errors[0].var, "AI_MODEL");
+    }
+
+    #[test]
+    fn routing_defaults_and_overrides() {
+        let c = cfg(&[]);
+        assert!(c.origins.is_empty());
+        assert_eq!(c.canary_percent, 100);
+        assert_eq!(c.canary_key, CanaryKey::ClientIp);
+        assert_eq!(c.signals_max_age_s, DEFAULT_SIGNALS_MAX_AGE_S);
+        assert!(c.admin_token.is_none());
+        let c = cfg(&[
+            ("ORIGIN_ROUTE_A", "http://127.0.0.1:9001"),
+            ("ORIGIN_ROUTE_C", "https://c.example/base/"),
+            ("CANARY_PERCENT", "25"),
+            ("CANARY_KEY", "header:x-user"),
+            ("SIGNALS_CACHE_S", "0"),
+            ("ORIGIN_TIMEOUT_MS", "250"),
+            ("REJECT_RETRY_AFTER_S", "30"),
+            ("ADMIN_TOKEN", "t0ken"),
+            ("FAILOVER", r#"{"route_a": "route_c"}"#),
+        ]);
+        assert!(c.errors.is_empty(), "{:?}", c.errors);
+        assert_eq!(c.origins[&Action::RouteA], "http://127.0.0.1:9001");
+        assert_eq!(c.origins[&Action::RouteC], "https://c.example/base");
+        assert_eq!(
+            (
+                c.canary_percent,
+                c.signals_cache_s,
+                c.origin_timeout_ms,
+                c.retry_after_s
+            ),
+            (25, 0, 250, 30)
+        );
+        assert_eq!(c.failover.of(Action::RouteA), Some(Action::RouteC));
+        assert_eq!(c.admin_token, Some(Secret("t0ken".into())));
+        assert_eq!(format!("{:?}", c.admin_token), "Some(Secret(…))");
+    }
+
+    #[test]
+    fn invalid_routing_vars_are_reported() {
+        let c = cfg(&[
+            ("REQUEST_TYPES", "{"),
+            ("REGIONS", r#"{"default": 12}"#),
+            ("SIGNALS_CACHE_S", "-1"),
+            ("SIGNALS_MAX_AGE_S", "0"),
+            ("ORIGIN_ROUTE_B", "127.0.0.1:9002"),
+            ("ORIGIN_TIMEOUT_MS", "fast"),
+            ("FAILOVER", r#"{"route_a": "reject"}"#),
+            ("REJECT_RETRY_AFTER_S", "soon"),
+            ("CANARY_PERCENT", "101"),
+            ("CANARY_KEY", "cookie"),
+        ]);
+        let vars: Vec<&str> = c.errors.iter().map(|e| e.var).collect();
+        assert_eq!(
+            vars,
+            [
+                "REQUEST_TYPES",
+                "REGIONS",
+                "FAILOVER",
+                "SIGNALS_CACHE_S",
+                "SIGNALS_MAX_AGE_S",
+                "ORIGIN_TIMEOUT_MS",
+                "REJECT_RETRY_AFTER_S",
+                "CANARY_PERCENT",
+                "ORIGIN_ROUTE_B",
+                "CANARY_KEY"
+            ]
+        );
+        assert!(c.origins.is_empty());
+        assert_eq!(c.canary_percent, 100);
     }
 
     #[test]

@@ -44,6 +44,14 @@ pub fn report(cfg: &Config, model: &ModelStatus, threshold: (f64, ThresholdSourc
             .map(|e| json!({"var": e.var, "message": e.message}))
             .collect::<Vec<_>>(),
     });
+    v["routing"] = json!({
+        "origins": cfg.origins.iter().map(|(a, o)| (a.name().to_string(), json!(o))).collect::<serde_json::Map<_, _>>(),
+        "failover": cfg.failover.0.iter().map(|(a, b)| (a.name().to_string(), json!(b.name()))).collect::<serde_json::Map<_, _>>(),
+        "origin_timeout_ms": cfg.origin_timeout_ms,
+        "canary_percent": cfg.canary_percent,
+        "canary_key": cfg.canary_key.header(),
+        "admin_enabled": cfg.admin_token.is_some(),
+    });
     if cfg.backend == BackendKind::WorkersAi {
         v["ai"] = json!({"model": cfg.ai_model, "timeout_ms": cfg.ai_timeout_ms});
     }
@@ -79,6 +87,8 @@ mod tests {
         assert_eq!(v["encoder_version"], 1);
         assert_eq!(v["config_errors"], json!([]));
         assert!(v.get("ai").is_none());
+        assert_eq!(v["routing"]["admin_enabled"], false);
+        assert_eq!(v["routing"]["failover"]["route_a"], "route_b");
     }
 
     #[test]

@@ -28,6 +28,9 @@ pub fn error(e: &ApiError) -> worker::Result<Response> {
     if let Some(allow) = e.allow {
         resp.headers().set("allow", allow)?;
     }
+    if e.status == 401 {
+        resp.headers().set("www-authenticate", "Bearer")?;
+    }
     if let Some(secs) = e.retry_after {
         resp.headers().set("retry-after", &secs.to_string())?;
     }

@@ -10,22 +10,32 @@
 //! - [`error`]: the one mapping from errors to HTTP status and JSON body.
 //! - [`health`]: the `/v1/health` document.
 //! - [`log`]: one JSON log line per decision.
+//! - [`edge`]: request → state fields, canary buckets, origins, failover, header hygiene (pure).
+//! - [`route`], [`proxy`], [`signals`]: edge routing, proxying with failover, KV signals and admin.
+//! - [`analytics`]: one Analytics Engine data point per decision, when bound.
 //! - [`http`], [`clock`]: Worker glue (responses, bounded body reads, the JS clock).
 //!
 //! # Routes
 //! - `POST /v1/decide` — `{"state": {…}}` → decision JSON and `x-decision-*` headers.
-//! - `GET /v1/health` — model, versions, threshold, rules, configuration errors.
+//! - `GET /v1/health` — model, versions, threshold, rules, routing, configuration errors.
+//! - `PUT|GET /v1/admin/signals` — store / show backend signals (bearer `ADMIN_TOKEN`).
 //! - `POST /v1/debug/encode` — the encoded features of a state; only with
 //!   `DEBUG_ENDPOINTS=true` (off by default; the end-to-end tests check golden vectors with it).
+//! - Anything else outside `/v1/` — edge routing: decided, then proxied or rejected.
 
+pub mod analytics;
 pub mod body;
 pub mod clock;
 pub mod config;
+pub mod edge;
 pub mod engine;
 pub mod error;
 pub mod health;
 pub mod http;
 pub mod log;
+pub mod proxy;
+pub mod route;
+pub mod signals;
 
 use config::{Config, VAR_NAMES};
 use decider_core::{encode, Gates, ENCODER_VERSION};
@@ -93,7 +103,7 @@ fn start() {
 async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
     let cfg = config(&env);
     let engine = Engine::new(&cfg, &env);
-    match route(req, &engine).await {
+    match route(req, &env, &engine).await {
         Ok(resp) => Ok(resp),
         Err(e) => {
             log::emit(
@@ -104,19 +114,30 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response
     }
 }
 
+/// Whether a path is in the API's `/v1` namespace (any case: `/V1/DECIDE` must not be
+/// proxied to an origin as if it were application traffic).
+fn is_api_path(path: &str) -> bool {
+    let p = path.as_bytes();
+    p.len() >= 3 && p[..3].eq_ignore_ascii_case(b"/v1") && (p.len() == 3 || p[3] == b'/')
+}
+
 /// Dispatches a request. Client errors are answered here; `Err` is an internal failure.
-async fn route(mut req: Request, engine: &Engine<'_>) -> worker::Result<Response> {
+async fn route(mut req: Request, env: &Env, engine: &Engine<'_>) -> worker::Result<Response> {
     let path = req.path();
+    if !is_api_path(&path) {
+        return route::handle(req, env, engine).await;
+    }
     let method = req.method();
     let result = match path.as_str() {
         "/v1/decide" => match method {
-            Method::Post => decide(&mut req, engine).await,
+            Method::Post => decide(&mut req, env, engine).await,
             m => Err(ApiError::method_not_allowed(m.as_ref(), "POST")),
         },
         "/v1/health" => match method {
-            Method::Get | Method::Head => Ok(health(engine)?),
+            Method::Get | Method::Head => Ok(health(env, engine).await?),
             m => Err(ApiError::method_not_allowed(m.as_ref(), "GET, HEAD")),
         },
+        "/v1/admin/signals" => signals::admin(&mut req, env, engine.cfg).await,
         "/v1/debug/encode" if engine.cfg.debug_endpoints => match method {
             Method::Post => debug_encode(&mut req).await,
             m => Err(ApiError::method_not_allowed(m.as_ref(), "POST")),
@@ -138,7 +159,7 @@ async fn read_state(req: &mut Request) -> Result<decider_core::State, ApiError> 
 }
 
 /// `POST /v1/decide`.
-async fn decide(req: &mut Request, engine: &Engine<'_>) -> Result<Response, ApiError> {
+async fn decide(req: &mut Request, env: &Env, engine: &Engine<'_>) -> Result<Response, ApiError> {
     let state = read_state(req).await?;
     let (d, detail) = engine.decide(&state, Gates::default()).await;
     let request_id = req.headers().get("cf-ray").ok().flatten();
@@ -149,6 +170,7 @@ async fn decide(req: &mut Request, engine: &Engine<'_>) -> Result<Response, ApiE
         &d,
         detail.as_deref(),
     ));
+    analytics::write(env, &d);
     // Serialised from the struct, so fields keep the documented order (DESIGN §5).
     let body = serde_json::to_string(&d).map_err(|_| ApiError::internal())?;
     let resp = http::json_text(200, body).map_err(|_| ApiError::internal())?;
@@ -157,7 +179,7 @@ async fn decide(req: &mut Request, engine: &Engine<'_>) -> Result<Response, ApiE
 }
 
 /// `GET /v1/health`.
-fn health(engine: &Engine<'_>) -> worker::Result<Response> {
+async fn health(env: &Env, engine: &Engine<'_>) -> worker::Result<Response> {
     let status = match &engine.model {
         ModelHandle::Unavailable(why) => health::ModelStatus {
             loaded: false,
@@ -171,7 +193,16 @@ fn health(engine: &Engine<'_>) -> worker::Result<Response> {
         },
     };
     let threshold = engine::threshold(engine.cfg, engine::embedded().ok());
-    http::json(200, &health::report(engine.cfg, &status, threshold))
+    let mut report = health::report(engine.cfg, &status, threshold);
+    let current = signals::current(env, engine.cfg).await;
+    report["routing"]["signals"] = json!({
+        "fresh": current.fresh,
+        "age_s": current.snapshot.map(|s| s.age_s(clock::now_ms())),
+        "detail": if current.fresh { None } else { current.detail },
+        "max_age_s": engine.cfg.signals_max_age_s,
+        "cache_s": engine.cfg.signals_cache_s,
+    });
+    http::json(200, &report)
 }
 
 /// `POST /v1/debug/encode` (only with `DEBUG_ENDPOINTS=true`).
@@ -183,4 +214,19 @@ async fn debug_encode(req: &mut Request) -> Result<Response, ApiError> {
         "features": encode(&state).to_vec(),
     });
     http::json(200, &body).map_err(|_| ApiError::internal())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_api_path;
+
+    #[test]
+    fn api_namespace_is_case_insensitive() {
+        for p in ["/v1", "/v1/", "/v1/decide", "/V1/DECIDE", "/v1/x/y"] {
+            assert!(is_api_path(p), "{p}");
+        }
+        for p in ["/", "/v10", "/v1x/decide", "/api/v1/decide", "/v"] {
+            assert!(!is_api_path(p), "{p}");
+        }
+    }
 }

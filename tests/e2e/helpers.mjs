@@ -186,3 +186,58 @@ export function checkDecisionShape(expect, res, d) {
     expect(Math.abs(sum - 1)).toBeLessThan(1e-9);
   }
 }
+
+/**
+ * A loopback origin (a Node HTTP server on 127.0.0.1) that records what it receives.
+ * `behave(req, res, body)` may answer differently; by default it answers 200 JSON naming itself.
+ */
+export async function startOrigin(name) {
+  const http = await import("node:http");
+  const origin = {
+    name,
+    requests: [],
+    /** Optional custom handler: (req, res, record) => void; record.body is filled when the body ends. */
+    behave: null,
+    url: "",
+    reset() {
+      this.requests.length = 0;
+      this.behave = null;
+    },
+  };
+  const server = http.createServer((req, res) => {
+    const record = { method: req.method, url: req.url, headers: req.headers, body: null, chunks: [] };
+    origin.requests.push(record);
+    if (origin.behave) return origin.behave(req, res, record);
+    req.on("data", (c) => record.chunks.push(c));
+    req.on("end", () => {
+      record.body = Buffer.concat(record.chunks);
+      res.writeHead(200, { "content-type": "application/json", "x-origin": name, "x-decision-action": "spoofed-by-origin" });
+      res.end(JSON.stringify({ origin: name, method: req.method, url: req.url, bytes: record.body.length }));
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  origin.url = `http://127.0.0.1:${server.address().port}`;
+  origin.close = () => new Promise((r) => { server.closeAllConnections?.(); server.close(() => r()); });
+  return origin;
+}
+
+/** Reads a request body fully (for custom origin behaviours). */
+export function readBody(req, record) {
+  return new Promise((resolve) => {
+    req.on("data", (c) => record.chunks.push(c));
+    req.on("end", () => {
+      record.body = Buffer.concat(record.chunks);
+      resolve(record.body);
+    });
+  });
+}
+
+/** A port on 127.0.0.1 where nothing listens (connection refused). */
+export async function closedPort() {
+  const net = await import("node:net");
+  const srv = net.createServer();
+  await new Promise((r) => srv.listen(0, "127.0.0.1", r));
+  const { port } = srv.address();
+  await new Promise((r) => srv.close(r));
+  return port;
+}

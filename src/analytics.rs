@@ -1,0 +1,39 @@
+//! Workers Analytics Engine: one data point per decision when the `DECISIONS` binding is
+//! configured; nothing (silently) without it.
+//!
+//! blobs: action, source, fallback_reason (`""` when none), model_version (`""` when none);
+//! doubles: confidence (-1 when the model gave none), decision_us; index: the action.
+
+use decider_core::Decision;
+use worker::{AnalyticsEngineDataPointBuilder, Env};
+
+/// The Analytics Engine binding name.
+pub const BINDING: &str = "DECISIONS";
+
+/// Writes the data point of a decision, if the binding exists. Errors are logged, never
+/// surfaced: observation must not break routing.
+pub fn write(env: &Env, d: &Decision) {
+    let has_binding = js_sys::Reflect::get(env, &wasm_bindgen::JsValue::from_str(BINDING))
+        .is_ok_and(|v| !v.is_undefined() && !v.is_null());
+    if !has_binding {
+        return;
+    }
+    let Ok(dataset) = env.analytics_engine(BINDING) else {
+        return;
+    };
+    let point = AnalyticsEngineDataPointBuilder::new()
+        .indexes([d.action.name()])
+        .blobs([
+            d.action.name(),
+            d.source.name(),
+            d.fallback_reason.map_or("", |r| r.name()),
+            d.model_version.as_deref().unwrap_or(""),
+        ])
+        .doubles([d.confidence.unwrap_or(-1.0), d.decision_us as f64])
+        .build();
+    if let Err(e) = dataset.write_data_point(&point) {
+        crate::log::emit(&serde_json::json!({
+            "ts": crate::clock::iso_now(), "event": "analytics_error", "error": e.to_string(),
+        }));
+    }
+}

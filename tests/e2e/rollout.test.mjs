@@ -1,0 +1,151 @@
+// Gradual rollout and observation: canary share with sticky buckets, shadow mode, and one
+// Analytics Engine data point per decision.
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { EXAMPLE_STATE, startOrigin, startWorker } from "./helpers.mjs";
+
+const TOKEN = "rollout-token";
+const HEALTHY = { current_load: 0.35, recent_success_rate: 0.99, queue_depth: 4 };
+const US = { country: "US", continent: "NA" };
+
+// A stand-in for the Analytics Engine binding: each data point becomes a JSON log line of
+// the stub (same workerd, so the test reads it with the Worker's logs).
+const AE_STUB = `
+class AnalyticsEngineDataset {
+  writeDataPoint(p) { console.log(JSON.stringify({ event: "ae_point", point: p })); }
+}
+export default function () { return new AnalyticsEngineDataset(); }
+`;
+
+let origin;
+const started = [];
+async function worker(vars, extra = {}, workers = []) {
+  const w = await startWorker({
+    vars: {
+      ORIGIN_ROUTE_A: origin.url,
+      ORIGIN_ROUTE_B: origin.url,
+      ORIGIN_ROUTE_C: origin.url,
+      ADMIN_TOKEN: TOKEN,
+      ...vars,
+    },
+    extra: { kvNamespaces: ["SIGNALS"], ...extra },
+    workers,
+  });
+  started.push(w);
+  const res = await w.fetch("/v1/admin/signals", {
+    method: "PUT",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify(HEALTHY),
+  });
+  expect(res.status).toBe(200);
+  return w;
+}
+
+let seq = 0;
+/** One routed GET; returns its log line. */
+async function routed(w, headers = {}) {
+  const id = `rollout-${++seq}`;
+  const res = await w.fetch("/page", { cf: US, headers: { ...headers, "cf-ray": id } });
+  expect(res.status).toBe(200);
+  await res.arrayBuffer();
+  const line = await w.waitForLog((l) => l.event === "decision" && l.request_id === id);
+  expect(line.source).toBe(res.headers.get("x-decision-source"));
+  return line;
+}
+
+beforeAll(async () => {
+  origin = await startOrigin("O");
+});
+afterAll(async () => {
+  await Promise.all(started.map((w) => w.dispose()));
+  await origin?.close();
+});
+
+describe("canary", () => {
+  test("CANARY_PERCENT=100 (default): the model decides", async () => {
+    const w = await worker({});
+    for (let i = 0; i < 5; i++) {
+      const line = await routed(w, { "cf-connecting-ip": `203.0.113.${i}` });
+      expect(line.request.holdout).toBe(false);
+      expect(line.fallback_reason).not.toBe("holdout");
+      expect(line.source).toBe("model");
+    }
+  });
+
+  test("CANARY_PERCENT=0: everything is held out on rules", async () => {
+    const w = await worker({ CANARY_PERCENT: "0" });
+    for (let i = 0; i < 5; i++) {
+      const line = await routed(w, { "cf-connecting-ip": `203.0.113.${i}` });
+      expect(line).toMatchObject({ source: "rules", fallback_reason: "holdout" });
+      expect(line.request.holdout).toBe(true);
+    }
+    const h = await (await w.fetch("/v1/health")).json();
+    expect(h.routing.canary_percent).toBe(0);
+  });
+
+  test.each([
+    ["client IP", {}, (i) => ({ "cf-connecting-ip": `198.51.100.${i}` })],
+    ["a named header", { CANARY_KEY: "header:x-user-id" }, (i) => ({ "x-user-id": `user-${i}` })],
+  ])("CANARY_PERCENT=50 by %s: sticky per key, both groups present", async (_name, vars, headersFor) => {
+    const w = await worker({ CANARY_PERCENT: "50", ...vars });
+    const groups = { held: 0, canary: 0 };
+    for (let i = 0; i < 24; i++) {
+      const first = await routed(w, headersFor(i));
+      const second = await routed(w, headersFor(i));
+      expect(second.request.holdout, `key ${i}`).toBe(first.request.holdout);
+      expect(second.fallback_reason === "holdout").toBe(first.request.holdout);
+      groups[first.request.holdout ? "held" : "canary"]++;
+    }
+    expect(groups.held).toBeGreaterThan(2);
+    expect(groups.canary).toBeGreaterThan(2);
+  });
+
+  test("the canary applies to routing only, not to /v1/decide", async () => {
+    const w = await worker({ CANARY_PERCENT: "0" });
+    const d = await (await w.decide({ state: EXAMPLE_STATE })).json();
+    expect(d.source).toBe("model");
+  });
+});
+
+describe("shadow mode", () => {
+  test("rules decide, the log line records both actions and whether they agree", async () => {
+    const w = await worker({ SHADOW: "true" });
+    const agree = await routed(w);
+    expect(agree).toMatchObject({ source: "rules", fallback_reason: null });
+    expect(agree.shadow).toEqual({ rules_action: agree.action, model_action: agree.shadow.model_action, agree: agree.shadow.model_action === agree.action });
+    expect(["route_a", "route_b", "route_c", "reject"]).toContain(agree.shadow.model_action);
+    // A rule table that disagrees with the model on purpose: the model still only shadows.
+    const w2 = await worker({ SHADOW: "true", RULES: JSON.stringify({ version: "all-c", rules: [{ name: "c", when: {}, action: "route_c" }] }) });
+    const line = await routed(w2);
+    expect(line).toMatchObject({ action: "route_c", source: "rules", rule: "c" });
+    expect(line.shadow).toMatchObject({ rules_action: "route_c", model_action: "route_a", agree: false });
+    // /v1/decide shows the same record in its body.
+    const d = await (await w2.decide({ state: EXAMPLE_STATE })).json();
+    expect(d).toMatchObject({ action: "route_c", source: "rules", shadow: { model_action: expect.any(String), agree: false } });
+  });
+});
+
+describe("Analytics Engine", () => {
+  test("one data point per decision when DECISIONS is bound", async () => {
+    const w = await worker({}, { wrappedBindings: { DECISIONS: { scriptName: "ae-stub" } } }, [
+      { name: "ae-stub", modules: true, script: AE_STUB },
+    ]);
+    const before = w.logs.filter((l) => l.event === "ae_point").length;
+    const line = await routed(w);
+    const d = await (await w.decide({ state: EXAMPLE_STATE })).json();
+    await w.waitForLog(() => w.logs.filter((l) => l.event === "ae_point").length >= before + 2);
+    const points = w.logs.filter((l) => l.event === "ae_point").slice(before).map((l) => l.point);
+    expect(points).toHaveLength(2);
+    expect(points[0]).toEqual({
+      indexes: [line.action],
+      blobs: [line.action, line.source, line.fallback_reason ?? "", line.model_version],
+      doubles: [line.confidence, line.decision_us],
+    });
+    expect(points[1].blobs).toEqual([d.action, d.source, "", d.model_version]);
+  });
+
+  test("without the binding nothing is written and nothing breaks", async () => {
+    const w = await worker({});
+    await routed(w);
+    expect(w.logs.filter((l) => l.event === "ae_point" || l.event === "analytics_error")).toEqual([]);
+  });
+});
