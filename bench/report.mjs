@@ -133,8 +133,10 @@ if (side) {
     p(`| ${side.labels[n]} | ${f(c.total_ms, 1)} | ${f(c.first_request_ms, 2)} | ${f(c.second_request_ms, 2)} | ${n === "ours" ? "–" : f(ratio(side.cold.ours.total_ms, c.total_ms), 3)} |`);
   }
   p();
-  p("The first request includes what each Worker defers to first use (edge-decider parses and validates the");
-  p("embedded artifact once per isolate on first use); the process start dominates the total.");
+  p("The total includes starting workerd, compiling and instantiating the Worker (edge-decider also parses and");
+  p("validates its embedded artifact at isolate start) and answering the first request; the first-request column");
+  p("adds what is deferred to first use and the first run of cold code. The isolate-level cost without the process");
+  p("start is in the micro-benchmark section (fresh V8 isolate → first decision).");
   p();
   p("### Size");
   p();
@@ -149,7 +151,7 @@ if (side) {
 
 // ---- micro ----------------------------------------------------------------------------
 if (micro) {
-  p("## Micro-benchmark: the whole decision in V8");
+  p("## Micro-benchmark: the whole decision in V8 (node) and workerd");
   p();
   p(`${micro.runtime}. The decision of decider-core compiled to a plain wasm module (bench/wasm-micro, same release`);
   p(`profile as the Worker) vs. the same decision written by hand in JS (bench/js-worker/decide.mjs), on the same 256`);
@@ -199,7 +201,8 @@ if (agree) {
   p(`\`decider loadtest\` and ${agree.oha_version} (\`--latency-correction\`, one worker thread) on the same target`);
   p(`(${agree.target}), ${agree.rate} requests/s each, ${agree.duration_s} s per run, ${agree.connections} connections max,`);
   p(`${agree.rounds} rounds; medians over rounds. **Concurrent**: both generators run at the same time against the`);
-  p("same Worker, so they measure the same target under the same machine noise (pass/fail is judged here).");
+  p("same Worker, so they measure the same target under the same machine noise; the rounds are paired, so the");
+  p("ratio is taken per round and its median is what pass/fail is judged on.");
   p("**Sequential**: one after the other, alternating which goes first; the spread between the two shows how much");
   p("the machine's noise alone moves the numbers from one run to the next.");
   p();
@@ -207,13 +210,21 @@ if (agree) {
   p("|---|---|---|---|");
   p(`| concurrent | decider loadtest | ${f(agree.loadtest.p50_ms, 3)} | ${f(agree.loadtest.p99_ms, 3)} |`);
   p(`| concurrent | oha | ${f(agree.oha.p50_ms, 3)} | ${f(agree.oha.p99_ms, 3)} |`);
-  p(`| concurrent | ratio | ${f(agree.p50_ratio, 3)} | ${f(agree.p99_ratio, 3)} |`);
+  p(`| concurrent | ratio (median of per-round ratios) | ${f(agree.p50_ratio, 3)} | ${f(agree.p99_ratio, 3)} |`);
   if (agree.sequential) {
     const q = agree.sequential;
     p(`| sequential | decider loadtest | ${f(q.loadtest.p50_ms, 3)} | ${f(q.loadtest.p99_ms, 3)} |`);
     p(`| sequential | oha | ${f(q.oha.p50_ms, 3)} | ${f(q.oha.p99_ms, 3)} |`);
-    p(`| sequential | ratio | ${f(q.p50_ratio, 3)} | ${f(q.p99_ratio, 3)} |`);
+    p(`| sequential | ratio of medians | ${f(q.p50_ratio, 3)} | ${f(q.p99_ratio, 3)} |`);
   }
+  p();
+  p("Per concurrent round (loadtest / oha):");
+  p();
+  p("| round | p50 ms | p99 ms |");
+  p("|---|---|---|");
+  (agree.concurrent_detail ?? []).forEach((r, i) =>
+    p(`| ${i + 1} | ${f(r.ours.p50_ms, 3)} / ${f(r.oha.p50_ms, 3)} | ${f(r.ours.p99_ms, 2)} / ${f(r.oha.p99_ms, 2)} |`),
+  );
   p();
 }
 
