@@ -418,9 +418,12 @@ impl Snapshot {
         ((now_ms - self.updated_at_ms) / 1000.0).max(0.0)
     }
 
-    /// Whether the snapshot is at most `max_age_s` old.
+    /// Whether the snapshot is at most `max_age_s` old. A stamp more than `max_age_s` in the
+    /// future is not fresh either: a mis-clocked or corrupt snapshot must go stale, not stay
+    /// fresh forever (small clock skew is tolerated).
     pub fn is_fresh(&self, now_ms: f64, max_age_s: u32) -> bool {
-        self.age_s(now_ms) <= f64::from(max_age_s)
+        let window_ms = f64::from(max_age_s) * 1000.0;
+        now_ms - self.updated_at_ms <= window_ms && self.updated_at_ms - now_ms <= window_ms
     }
 }
 
@@ -627,7 +630,14 @@ mod tests {
         assert_eq!(s.updated_at_ms, 1_000_000.0);
         assert!(s.is_fresh(1_000_000.0 + 60_000.0, 60));
         assert!(!s.is_fresh(1_000_000.0 + 60_001.0, 60));
-        assert!(s.is_fresh(0.0, 0), "a clock behind the stamp is not stale");
+        assert!(
+            s.is_fresh(1_000_000.0 - 60_000.0, 60),
+            "small skew behind the stamp is fresh"
+        );
+        assert!(
+            !s.is_fresh(0.0, 60),
+            "a stamp far in the future is not fresh"
+        );
         assert_eq!(Snapshot::from_json(&s.to_value().to_string()).unwrap(), s);
         assert!(Snapshot::from_json(
             r#"{"current_load": 0.4, "recent_success_rate": 0.99, "queue_depth": 3}"#

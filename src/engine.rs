@@ -17,6 +17,7 @@ use futures_util::future::{select, Either};
 use serde::Serialize;
 use std::sync::OnceLock;
 use std::time::Duration;
+use wasm_bindgen::JsCast;
 
 /// The model artifact, copied into `OUT_DIR` by build.rs after a schema check.
 pub const ARTIFACT_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/decision-model.json"));
@@ -178,7 +179,7 @@ impl<'a> Engine<'a> {
                     features: &features,
                     action_space: &ACTIONS,
                 };
-                let call = ai.run::<_, serde_json::Value>(&self.cfg.ai_model, input);
+                let call = run_ai(ai, &self.cfg.ai_model, &input);
                 let timer =
                     worker::Delay::from(Duration::from_millis(u64::from(self.cfg.ai_timeout_ms)));
                 futures_util::pin_mut!(call);
@@ -190,7 +191,7 @@ impl<'a> Engine<'a> {
                         },
                         Err(e) => errored(e),
                     },
-                    Either::Left((Err(e), _)) => errored(ModelError::Backend(e.to_string())),
+                    Either::Left((Err(e), _)) => errored(ModelError::Backend(e)),
                     Either::Right(((), _)) => Outcome {
                         outcome: ModelOutcome::Timeout,
                         detail: Some(format!(
@@ -234,15 +235,104 @@ impl<'a> Engine<'a> {
 
 fn errored(e: ModelError) -> Outcome {
     Outcome {
-        detail: Some(e.to_string()),
+        detail: Some(clip(e.to_string(), MAX_DETAIL_BYTES)),
         outcome: ModelOutcome::Error(e),
     }
+}
+
+/// Longest backend error text kept for the log line (a 4 MiB error message must not become
+/// a 4 MiB log line per request).
+pub const MAX_DETAIL_BYTES: usize = 512;
+
+/// Largest Workers AI answer accepted, as JSON text. A real answer is a few hundred bytes.
+pub const MAX_AI_ANSWER_BYTES: usize = 32 << 20;
+
+/// `s` cut to at most `max` bytes on a character boundary, marked when cut.
+pub fn clip(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+        s.push_str("…[truncated]");
+    }
+    s
+}
+
+/// The first line of a JavaScript error's text (no stack trace), clipped.
+pub fn js_error_text(e: &wasm_bindgen::JsValue) -> String {
+    let text = e
+        .dyn_ref::<js_sys::Error>()
+        .map(|err| String::from(err.message()))
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| format!("{e:?}"));
+    clip(
+        text.lines().next().unwrap_or_default().to_string(),
+        MAX_DETAIL_BYTES,
+    )
+}
+
+/// Calls `env.AI.run(model, input)` and returns its answer as a JSON value.
+///
+/// Not `worker::Ai::run`: that converts the answer with serde-wasm-bindgen, which recurses
+/// without a depth limit (a 100 000-deep answer traps the wasm) and lets a throwing getter
+/// unwind through the conversion. Here the answer goes through `JSON.stringify` on the JS
+/// side, which reports cycles, BigInt, throwing getters and excessive depth as ordinary
+/// errors, then through serde_json with its nesting limit.
+///
+/// # Errors
+/// The backend's error, or why its answer is unusable, as text for the log.
+async fn run_ai(
+    ai: &worker::Ai,
+    model: &str,
+    input: &AiInput<'_>,
+) -> Result<serde_json::Value, String> {
+    let this: &wasm_bindgen::JsValue = ai.as_ref();
+    let run = js_sys::Reflect::get(this, &"run".into())
+        .map_err(|e| js_error_text(&e))?
+        .dyn_into::<js_sys::Function>()
+        .map_err(|_| "AI binding has no run method".to_string())?;
+    let input_json = serde_json::to_string(input).map_err(|e| e.to_string())?;
+    let input = js_sys::JSON::parse(&input_json).map_err(|e| js_error_text(&e))?;
+    let pending = run
+        .call2(this, &model.into(), &input)
+        .map_err(|e| js_error_text(&e))?;
+    let answer = js_sys::futures::JsFuture::from(js_sys::Promise::resolve(&pending))
+        .await
+        .map_err(|e| js_error_text(&e))?;
+    let text = js_sys::JSON::stringify(&answer)
+        .map_err(|e| format!("answer is not serialisable: {}", js_error_text(&e)))?
+        .as_string()
+        .ok_or_else(|| "answer is not a JSON value (undefined or a function)".to_string())?;
+    if text.len() > MAX_AI_ANSWER_BYTES {
+        return Err(format!(
+            "answer is {} bytes, more than {MAX_AI_ANSWER_BYTES}",
+            text.len()
+        ));
+    }
+    serde_json::from_str(&text).map_err(|e| format!("answer is not usable JSON: {e}"))
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// Regression (fault table: "ai: binding throws an Error with a 4 MiB message"): backend
+    /// error text is clipped before it reaches the log.
+    #[test]
+    fn regression_huge_backend_error_is_clipped() {
+        let huge = "é".repeat(2 << 20);
+        let c = clip(huge, MAX_DETAIL_BYTES);
+        assert!(c.len() <= MAX_DETAIL_BYTES + "…[truncated]".len());
+        assert!(c.ends_with("…[truncated]"));
+        assert_eq!(clip("short".into(), MAX_DETAIL_BYTES), "short");
+        let d = errored(ModelError::Backend("x".repeat(1 << 20)))
+            .detail
+            .unwrap();
+        assert!(d.len() < 1024, "{}", d.len());
+    }
 
     fn cfg(pairs: &[(&str, &str)]) -> Config {
         let pairs: Vec<(String, String)> = pairs

@@ -66,11 +66,19 @@ async fn read(env: &Env) -> Result<Option<Snapshot>, String> {
     let kv = env
         .kv(BINDING)
         .map_err(|e| format!("no {BINDING} KV binding: {e}"))?;
-    let text = kv
-        .get(KEY)
-        .text()
-        .await
-        .map_err(|e| format!("KV read failed: {e}"))?;
+    let text = kv.get(KEY).text().await.map_err(|e| {
+        // The whole error (stack included) goes to the log only; /v1/health is public.
+        let full = e.to_string();
+        worker::console_error!(
+            "{}",
+            serde_json::json!({"event": "signals_read_failed", "error": full})
+        );
+        let first = full.lines().next().unwrap_or_default().to_string();
+        format!(
+            "KV read failed: {}",
+            crate::engine::clip(first, crate::engine::MAX_DETAIL_BYTES)
+        )
+    })?;
     match text {
         None => Ok(None),
         Some(t) => Snapshot::from_json(&t)
