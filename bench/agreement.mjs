@@ -12,7 +12,7 @@
 // the tolerance (10%) of 1, for p50 and for p99.
 //
 // usage: node bench/agreement.mjs --loadtest PATH --oha PATH [--out FILE]
-//   env: AGREE_RATE=200 AGREE_DURATION=5 (seconds) AGREE_ROUNDS=5 AGREE_TOLERANCE=0.10
+//   env: AGREE_RATE=200 AGREE_DURATION=8 (seconds) AGREE_ROUNDS=5 AGREE_TOLERANCE=0.10
 import { Miniflare } from "miniflare";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
@@ -33,10 +33,13 @@ if (!LOADTEST || !OHA) {
   process.exit(2);
 }
 const RATE = Number(process.env.AGREE_RATE ?? 200);
-const DURATION = Number(process.env.AGREE_DURATION ?? 5);
+const DURATION = Number(process.env.AGREE_DURATION ?? 8);
 const ROUNDS = Number(process.env.AGREE_ROUNDS ?? 5);
 const TOLERANCE = Number(process.env.AGREE_TOLERANCE ?? 0.1);
 const CONNECTIONS = 32;
+// oha runs its rate limiter and its requests on one tokio runtime; give it as many threads as
+// `decider loadtest` uses (a timer thread and a runtime thread).
+const OHA_THREADS = process.env.AGREE_OHA_THREADS ?? "2";
 const BODY_FILE = path.join(HERE, "state.json");
 const log = (...a) => console.error("[agreement]", ...a);
 
@@ -77,7 +80,7 @@ async function ours() {
 async function oha() {
   const r = JSON.parse(
     await run(OHA, ["--no-tui", "--output-format", "json", "-z", `${DURATION}s`, "-q", String(RATE), "--latency-correction",
-      "-c", String(CONNECTIONS), "--worker-threads", "1", "-m", "POST", "-T", "application/json", "-D", BODY_FILE, url]),
+      "-c", String(CONNECTIONS), "--worker-threads", OHA_THREADS, "-m", "POST", "-T", "application/json", "-D", BODY_FILE, url]),
   );
   const p = r.latencyPercentiles;
   return { p50_ms: p.p50 * 1000, p99_ms: p.p99 * 1000, responses: Object.values(r.statusCodeDistribution).reduce((a, b) => a + b, 0), errors: r.errorDistribution };

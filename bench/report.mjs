@@ -198,13 +198,14 @@ if (crit) {
 if (agree) {
   p("## Load generator agreement");
   p();
-  p(`\`decider loadtest\` and ${agree.oha_version} (\`--latency-correction\`, one worker thread) on the same target`);
+  p(`\`decider loadtest\` and ${agree.oha_version} (\`-q\` with \`--latency-correction\`) on the same target`);
   p(`(${agree.target}), ${agree.rate} requests/s each, ${agree.duration_s} s per run, ${agree.connections} connections max,`);
   p(`${agree.rounds} rounds; medians over rounds. **Concurrent**: both generators run at the same time against the`);
   p("same Worker, so they measure the same target under the same machine noise; the rounds are paired, so the");
   p("ratio is taken per round and its median is what pass/fail is judged on.");
   p("**Sequential**: one after the other, alternating which goes first; the spread between the two shows how much");
-  p("the machine's noise alone moves the numbers from one run to the next.");
+  p("the machine's noise alone moves the numbers from one run to the next. (oha's latency correction measures from");
+  p("the moment its rate limiter released a request; `decider loadtest` from the request's scheduled instant.)");
   p();
   p("| mode | generator | p50 ms | p99 ms |");
   p("|---|---|---|---|");
