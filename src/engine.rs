@@ -160,21 +160,20 @@ impl<'a> Engine<'a> {
 
     /// Runs the model on a state.
     pub async fn infer(&self, state: &State) -> Outcome {
-        let features = encode(state);
         match &self.model {
-            ModelHandle::Embedded(m) => match ModelOutput::from_probabilities(m.predict(&features))
-            {
-                Ok(o) => Outcome {
-                    outcome: ModelOutcome::Output(o),
+            ModelHandle::Embedded(m) => match m.outcome(state) {
+                ModelOutcome::Error(e) => errored(e),
+                outcome => Outcome {
+                    outcome,
                     detail: None,
                 },
-                Err(e) => errored(e),
             },
             ModelHandle::Unavailable(why) => Outcome {
                 outcome: ModelOutcome::Unavailable,
                 detail: Some(why.clone()),
             },
             ModelHandle::WorkersAi(ai) => {
+                let features = encode(state);
                 let input = AiInput {
                     features: &features,
                     action_space: &ACTIONS,

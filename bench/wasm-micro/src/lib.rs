@@ -20,8 +20,8 @@
 //! criterion numbers and wasm numbers are for the same inputs.
 
 use decider_core::{
-    decide as policy_decide, encode, Action, Decision, Gates, Inputs, Model, ModelOutcome,
-    ModelOutput, PolicyConfig, RuleTable, State, DEFAULT_RULES_JSON,
+    decide as policy_decide, Action, Decision, Gates, Inputs, Model, PolicyConfig, RuleTable,
+    State, DEFAULT_RULES_JSON,
 };
 use serde_json::Value;
 use std::sync::OnceLock;
@@ -100,10 +100,7 @@ impl Engine {
 
     /// Validated state → decision (encode, infer, policy).
     pub fn decide_state(&self, s: &State) -> Decision {
-        let outcome = match ModelOutput::from_probabilities(self.model.predict(&encode(s))) {
-            Ok(o) => ModelOutcome::Output(o),
-            Err(e) => ModelOutcome::Error(e),
-        };
+        let outcome = self.model.outcome(s);
         policy_decide(
             Inputs {
                 state: s,

@@ -2,8 +2,8 @@
 //! backend plus decider-core's policy — the same calls the Worker makes, so the CLI's
 //! answers and the Worker's are comparable decision for decision.
 
-use decider_core::policy::{decide, Gates, Inputs, ModelOutcome, ModelOutput, PolicyConfig};
-use decider_core::{encode, Action, Decision, Model, RuleTable, State};
+use decider_core::policy::{decide, Gates, Inputs, PolicyConfig};
+use decider_core::{Action, Decision, Model, RuleTable, State};
 
 /// A model, a rule table and a policy configuration.
 #[derive(Debug, Clone)]
@@ -42,17 +42,9 @@ impl Decider {
         })
     }
 
-    /// Runs the embedded model on a state.
-    pub fn outcome(&self, s: &State) -> ModelOutcome {
-        match ModelOutput::from_probabilities(self.model.predict(&encode(s))) {
-            Ok(o) => ModelOutcome::Output(o),
-            Err(e) => ModelOutcome::Error(e),
-        }
-    }
-
     /// Decides for a state, exactly as the Worker's embedded backend does.
     pub fn decide(&self, s: &State) -> Decision {
-        let outcome = self.outcome(s);
+        let outcome = self.model.outcome(s);
         decide(
             Inputs {
                 state: s,

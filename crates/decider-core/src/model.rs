@@ -458,6 +458,16 @@ impl Model {
         softmax(&self.margins(x), self.artifact.calibration.temperature)
     }
 
+    /// Runs the model as the embedded backend does: encode the state, predict, and check
+    /// the probabilities. The one implementation the CLI, the Worker and the benchmarks share.
+    pub fn outcome(&self, s: &State) -> crate::policy::ModelOutcome {
+        use crate::policy::{ModelOutcome, ModelOutput};
+        match ModelOutput::from_probabilities(self.predict(&crate::features::encode(s))) {
+            Ok(o) => ModelOutcome::Output(o),
+            Err(e) => ModelOutcome::Error(e),
+        }
+    }
+
     /// The most probable action and its calibrated probability.
     pub fn top(&self, x: &Features) -> (Action, f64) {
         argmax(&self.predict(x))
