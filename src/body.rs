@@ -3,7 +3,7 @@
 //! Pure functions over bytes and header values; the Worker glue that reads the stream
 //! lives in [`crate::http`].
 
-use crate::error::{json_error, ApiError};
+use crate::error::ApiError;
 use decider_core::{State, StateError};
 use serde_json::Value;
 
@@ -43,7 +43,8 @@ pub fn check_declared_length(content_length: Option<&str>) -> Result<(), ApiErro
 /// # Errors
 /// 400 `invalid_json` with line and column.
 pub fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {
-    serde_json::from_slice(bytes).map_err(|e| ApiError::from(json_error(&e)))
+    serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::from(decider_core::StateError::from_serde(&e)))
 }
 
 /// Validates a decision request body `{"state": {…}}` (no other keys) into a [`State`].

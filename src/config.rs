@@ -170,6 +170,17 @@ fn parse_bool(s: &str) -> Option<bool> {
 }
 
 impl Config {
+    /// A configuration from literal `(name, value)` pairs, for tests.
+    #[cfg(test)]
+    pub(crate) fn from_pairs(pairs: &[(&str, &str)]) -> Config {
+        Config::from_vars(|k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        })
+    }
+
     /// Builds the configuration from a variable lookup (`None` or an empty string: unset).
     pub fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> Config {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
@@ -378,14 +389,9 @@ impl Config {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
 
     fn cfg(pairs: &[(&str, &str)]) -> Config {
-        let m: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Config::from_vars(|k| m.get(k).cloned())
+        Config::from_pairs(pairs)
     }
 
     #[test]

@@ -126,21 +126,6 @@ impl From<StateError> for ApiError {
     }
 }
 
-/// A serde_json parse error as the core's [`StateError::Json`] (position kept, the
-/// parser's trailing " at line L column C" dropped from the message).
-pub fn json_error(e: &serde_json::Error) -> StateError {
-    let full = e.to_string();
-    let message = match full.rfind(" at line ") {
-        Some(i) => full[..i].to_string(),
-        None => full,
-    };
-    StateError::Json {
-        line: e.line(),
-        column: e.column(),
-        message,
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -172,7 +157,7 @@ mod tests {
     #[test]
     fn malformed_json_keeps_its_position() {
         let e = serde_json::from_str::<Value>("{\n  \"state\": nope}").unwrap_err();
-        let a = ApiError::from(json_error(&e));
+        let a = ApiError::from(StateError::from_serde(&e));
         assert_eq!((a.status, a.code), (400, "invalid_json"));
         assert_eq!(a.position, Some((2, 13)));
         let b = a.body();

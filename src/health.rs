@@ -64,11 +64,7 @@ mod tests {
     use super::*;
 
     fn cfg(pairs: &[(&str, &str)]) -> Config {
-        let pairs: Vec<(String, String)> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Config::from_vars(|k| pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+        Config::from_pairs(pairs)
     }
 
     #[test]

@@ -161,7 +161,9 @@ impl StateError {
         }
     }
 
-    pub(crate) fn from_serde(e: &serde_json::Error) -> StateError {
+    /// A serde_json parse error as [`StateError::Json`]: position kept, the parser's
+    /// trailing " at line L column C" dropped from the message.
+    pub fn from_serde(e: &serde_json::Error) -> StateError {
         let full = e.to_string();
         // serde_json appends " at line L column C"; keep only the description.
         let message = match full.rfind(" at line ") {
