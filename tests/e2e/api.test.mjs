@@ -126,6 +126,35 @@ describe("POST /v1/decide", () => {
     expect(res.status).toBe(413);
   });
 
+  // A service-binding caller can declare a content-length its stream does not keep; workerd
+  // passes both on. The limit is enforced on the bytes that arrive, not on the declaration.
+  test("a lying content-length over a service binding is still 413 (and an honest one 200)", async () => {
+    const caller = `export default { async fetch(req, env) {
+      const n = +new URL(req.url).searchParams.get("n");
+      const base = new TextEncoder().encode(${JSON.stringify(JSON.stringify({ state: EXAMPLE_STATE }))});
+      const body = new Uint8Array(base.length + n).fill(32); body.set(base);
+      const stream = new ReadableStream({ start(c) { c.enqueue(body.slice(0, 8192)); c.enqueue(body.slice(8192)); c.close(); } });
+      const r = await env.DECIDER.fetch("http://decider/v1/decide", {
+        method: "POST", headers: { "content-type": "application/json", "content-length": "100" }, body: stream,
+      });
+      return new Response(JSON.stringify({ status: r.status, body: await r.json() }));
+    } }`;
+    const lw = await startWorker({
+      workers: [{ name: "caller", modules: true, script: caller, compatibilityDate: "2026-04-20", serviceBindings: { DECIDER: "decider" } }],
+    });
+    try {
+      const callerFetch = await lw.mf.getWorker("caller");
+      const big = await (await callerFetch.fetch("http://caller/?n=20000")).json();
+      expect(big.status).toBe(413);
+      expect(big.body.error.code).toBe("payload_too_large");
+      const small = await (await callerFetch.fetch("http://caller/?n=0")).json();
+      expect(small.status).toBe(200);
+      expect(small.body.source).toBe("model");
+    } finally {
+      await lw.dispose();
+    }
+  });
+
   test("exactly 16 KiB is accepted", async () => {
     const base = JSON.stringify({ state: EXAMPLE_STATE });
     const body = base + " ".repeat(16 * 1024 - base.length);
