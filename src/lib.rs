@@ -54,6 +54,12 @@ thread_local! {
     /// not change within an isolate, so this parses once; the comparison keeps it correct
     /// should an isolate ever be handed another environment.
     static CONFIG: RefCell<Option<CachedConfig>> = const { RefCell::new(None) };
+
+    /// The environment object the configuration was last read from, and that configuration.
+    /// workerd hands every request of an isolate the same `env` object, so an identity check
+    /// (`Object.is`) skips reading every var through `Reflect.get` on each request.
+    static CONFIG_ENV: RefCell<Option<(wasm_bindgen::JsValue, Rc<Config>)>> =
+        const { RefCell::new(None) };
 }
 
 /// A variable's value as text: strings as they are, other JSON values (a TOML table
@@ -71,6 +77,24 @@ fn raw_var(env: &Env, name: &str) -> Option<String> {
 
 /// The validated configuration for this environment (parsed once per isolate).
 fn config(env: &Env) -> Rc<Config> {
+    let env_js: &wasm_bindgen::JsValue = env;
+    let same_env = CONFIG_ENV.with(|cell| {
+        cell.borrow()
+            .as_ref()
+            .filter(|(seen, _)| js_sys::Object::is(seen, env_js))
+            .map(|(_, cfg)| Rc::clone(cfg))
+    });
+    if let Some(cfg) = same_env {
+        return cfg;
+    }
+    let cfg = config_from_vars(env);
+    CONFIG_ENV.with(|cell| *cell.borrow_mut() = Some((env_js.clone(), Rc::clone(&cfg))));
+    cfg
+}
+
+/// The configuration read var by var from an environment not seen before (reparsed only
+/// when the values differ from the last ones parsed).
+fn config_from_vars(env: &Env) -> Rc<Config> {
     let raw: Vec<Option<String>> = VAR_NAMES.iter().map(|n| raw_var(env, n)).collect();
     CONFIG.with(|cell| {
         let mut slot = cell.borrow_mut();
