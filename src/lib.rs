@@ -187,7 +187,7 @@ async fn decide(req: &mut Request, env: &Env, engine: &Engine<'_>) -> Result<Res
     let state = read_state(req).await?;
     let (d, detail) = engine.decide(&state, Gates::default()).await;
     let request_id = req.headers().get("cf-ray").ok().flatten();
-    log::emit(&log::decision_record(
+    log::emit_line(&log::decision_line(
         &clock::iso_now(),
         request_id.as_deref(),
         log::Endpoint::Decide,
