@@ -4,7 +4,7 @@
 //! lives in [`crate::http`].
 
 use crate::error::ApiError;
-use decider_core::{State, StateError};
+use decider_core::State;
 use serde_json::Value;
 
 /// Largest accepted request body of the JSON API, in bytes.
@@ -48,30 +48,13 @@ pub fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {
 }
 
 /// Validates a decision request body `{"state": {…}}` (no other keys) into a [`State`].
-/// `default_hour` (the current UTC hour) fills an absent `hour`.
+/// `default_hour` (the current UTC hour) fills an absent `hour`. The core reads a valid
+/// body without building a JSON tree ([`State::from_body`]).
 ///
 /// # Errors
 /// 400 naming the field: `state.region_id`, `state`, or an unknown top-level key.
 pub fn parse_state_body(bytes: &[u8], default_hour: u8) -> Result<State, ApiError> {
-    let body = parse_json(bytes)?;
-    let Some(obj) = body.as_object() else {
-        return Err(ApiError::from(StateError::NotObject {
-            what: "body",
-            got: decider_core::state::json_type(&body),
-        }));
-    };
-    if let Some(k) = obj.keys().find(|k| k.as_str() != "state") {
-        return Err(ApiError::from(StateError::Unknown {
-            field: k.clone(),
-            expected: "state".into(),
-        }));
-    }
-    let Some(state) = obj.get("state") else {
-        return Err(ApiError::from(StateError::Missing {
-            field: "state".into(),
-        }));
-    };
-    State::from_value(state, default_hour).map_err(|e| ApiError::from(e.within("state")))
+    State::from_body(bytes, default_hour).map_err(ApiError::from)
 }
 
 #[cfg(test)]

@@ -100,11 +100,15 @@ impl Engine {
 
     /// Validated state → decision (encode, infer, policy).
     pub fn decide_state(&self, s: &State) -> Decision {
-        let outcome = self.model.outcome(s);
+        self.policy(s, &self.model.outcome(s))
+    }
+
+    /// The policy on a model outcome.
+    pub fn policy(&self, s: &State, outcome: &decider_core::ModelOutcome) -> Decision {
         policy_decide(
             Inputs {
                 state: s,
-                outcome: &outcome,
+                outcome,
                 gates: Gates::default(),
                 rules: Some(&self.rules),
                 ranges: Some(self.model.ranges()),
@@ -116,12 +120,8 @@ impl Engine {
 
     /// Request body text → decision JSON text (or an error JSON for a bad body).
     pub fn decide_body(&self, text: &str) -> String {
-        let v: Value = match serde_json::from_str(text) {
-            Ok(v) => v,
-            Err(e) => return serde_json::json!({"error": e.to_string()}).to_string(),
-        };
-        match State::from_value(&v["state"], 12) {
-            Ok(s) => serde_json::to_string(&self.decide_state(&s)).unwrap_or_default(),
+        match State::from_body(text.as_bytes(), 12) {
+            Ok(s) => self.decide_state(&s).to_json(),
             Err(e) => serde_json::json!({"error": e.to_string()}).to_string(),
         }
     }
@@ -252,6 +252,51 @@ pub extern "C" fn bench_decide(iters: u32) -> u32 {
         if let Ok(s) = State::from_value(&e.values[i % N_STATES], 12) {
             sum = sum.wrapping_add(e.decide_state(&s).action.index() as u32 + 1);
         }
+    }
+    sum
+}
+
+/// Stages of the whole decision, timed one at a time by [`bench_stage`].
+pub const STAGES: [&str; 6] = [
+    "parse: body text → state (typed fast path)",
+    "parse: body text → state (through serde_json::Value)",
+    "model: state → outcome (encode, infer, check)",
+    "policy: state + outcome → decision",
+    "serialise: decision → JSON text",
+    "trees: features → margins (the tree walk alone)",
+];
+
+/// `iters` runs of stage `stage` (an index into [`STAGES`]) over the seeded inputs; 0 for
+/// an unknown stage.
+#[no_mangle]
+pub extern "C" fn bench_stage(stage: u32, iters: u32) -> u32 {
+    let Some(e) = engine() else { return 0 };
+    let states: Vec<State> = e
+        .bodies
+        .iter()
+        .filter_map(|b| State::from_body(b.as_bytes(), 12).ok())
+        .collect();
+    let outcomes: Vec<_> = states.iter().map(|s| e.model.outcome(s)).collect();
+    let features: Vec<_> = states.iter().map(decider_core::encode).collect();
+    let decisions: Vec<Decision> = states.iter().map(|s| e.decide_state(s)).collect();
+    let n = states.len().max(1);
+    let mut sum = 0u32;
+    for i in 0..iters as usize {
+        let k = i % n;
+        sum = sum.wrapping_add(match stage {
+            0 => State::from_body(e.bodies[k].as_bytes(), 12).map_or(0, |s| u32::from(s.hour)),
+            1 => {
+                State::from_body_value(e.bodies[k].as_bytes(), 12).map_or(0, |s| u32::from(s.hour))
+            }
+            2 => match e.model.outcome(std::hint::black_box(&states[k])) {
+                decider_core::ModelOutcome::Output(o) => o.action.index() as u32 + 1,
+                _ => 0,
+            },
+            3 => e.policy(&states[k], &outcomes[k]).action.index() as u32 + 1,
+            4 => decisions[k].to_json().len() as u32,
+            5 => e.model.margins(std::hint::black_box(&features[k]))[0].to_bits() as u32,
+            _ => return 0,
+        });
     }
     sum
 }

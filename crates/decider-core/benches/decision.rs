@@ -2,7 +2,8 @@
 //!
 //! Stages: `parse` (request body text → JSON value), `validate` (value → [`State`]),
 //! `encode` (state → 16 features), `infer` (features → calibrated probabilities),
-//! `policy` (model output + rules → [`Decision`]), and `whole` (body text → decision JSON
+//! `policy` (model output + rules → [`Decision`]), `parse_validate` (body text → [`State`], the
+//! Worker's path), `serialise` (decision → JSON text), and `whole` (body text → decision JSON
 //! text, everything the Worker's `/v1/decide` does between reading the body and writing
 //! the response). Each iteration cycles through a fixed, seeded set of states so branchy
 //! code (tree traversal, rule hits, fallbacks) is not measured on one lucky path.
@@ -89,16 +90,12 @@ impl Fixture {
 
     /// Body text → decision JSON, as the Worker's `/v1/decide` (minus HTTP and logging).
     fn whole(&self, text: &str) -> String {
-        let v: Value = match serde_json::from_str(text) {
-            Ok(v) => v,
-            Err(e) => return e.to_string(),
-        };
-        let s = match State::from_value(&v["state"], 12) {
+        let s = match State::from_body(text.as_bytes(), 12) {
             Ok(s) => s,
             Err(e) => return e.to_string(),
         };
         let d = self.policy(&s, &self.outcome(&s));
-        serde_json::to_string(&d).unwrap_or_default()
+        d.to_json()
     }
 }
 
@@ -134,6 +131,9 @@ fn benches(c: &mut Criterion) {
     g.bench_function("parse", |b| {
         b.iter(|| serde_json::from_str::<Value>(black_box(&bodies[tick()])))
     });
+    g.bench_function("parse_validate", |b| {
+        b.iter(|| State::from_body(black_box(bodies[tick()].as_bytes()), 12))
+    });
     g.bench_function("validate", |b| {
         b.iter(|| State::from_value(black_box(&values[tick()]), 12))
     });
@@ -146,6 +146,14 @@ fn benches(c: &mut Criterion) {
             let k = tick();
             fx.policy(black_box(&states[k]), black_box(&outcomes[k]))
         })
+    });
+    let decisions: Vec<Decision> = states
+        .iter()
+        .zip(&outcomes)
+        .map(|(s, o)| fx.policy(s, o))
+        .collect();
+    g.bench_function("serialise", |b| {
+        b.iter(|| black_box(&decisions[tick()]).to_json())
     });
     g.bench_function("whole", |b| b.iter(|| fx.whole(black_box(&bodies[tick()]))));
     g.finish();

@@ -210,20 +210,21 @@ impl FeatureRanges {
 /// Flattened tree node for fast traversal.
 #[derive(Debug, Clone, Copy)]
 ///
-/// Laid out for speed: 16 bytes, and the two children of a split are adjacent, so the next
-/// node is `left + (x > threshold)` — no branch per level. A leaf loops onto itself (it
-/// tests the always-zero padding feature [`PAD_FEATURE`] against +∞ and goes "left" to its
-/// own index), so trees can be walked a fixed number of steps, several at once, without
-/// asking whether each has arrived: independent walks overlap in the CPU instead of
-/// waiting on one another's loads.
+/// Laid out for speed: 16 bytes, and the two children of a split are adjacent, right child
+/// first, so the next node is `first + (x <= threshold)` — no branch per level, and NaN
+/// (for which `x <= threshold` is false) goes right as the artifact defines. A leaf loops
+/// onto itself (it tests the always-zero padding feature [`PAD_FEATURE`] against −∞ and
+/// stays at `first`, its own index), so trees can be walked a fixed number of steps,
+/// several at once, without asking whether each has arrived: independent walks overlap in
+/// the CPU instead of waiting on one another's loads.
 struct Node {
-    /// Split threshold; +∞ for leaves.
+    /// Split threshold; −∞ for leaves.
     threshold: f64,
     /// Split feature; [`PAD_FEATURE`] for leaves.
     feature: u16,
-    /// Splits: index of the child for `x <= threshold` (the other child follows it).
+    /// Splits: index of the right child (`!(x <= threshold)`); the left child follows it.
     /// Leaves: the leaf's own index.
-    left: u32,
+    first: u32,
 }
 
 /// Width of the padded feature vector walked by [`Model::margins`] (a power of two, so a
@@ -436,13 +437,10 @@ impl Model {
             cur[..group.len()].copy_from_slice(group);
             for _ in 0..steps {
                 for c in &mut cur {
+                    // The mask is a no-op (features are validated) that spares a bounds check.
                     let n = &self.nodes[*c as usize];
-                    // `!(x <= t)` rather than `x > t`: NaN goes right, as the artifact
-                    // defines. The mask is a no-op (features are validated) that spares a
-                    // bounds check.
-                    #[allow(clippy::neg_cmp_op_on_partial_ord)]
-                    let right = !(xs[usize::from(n.feature) & (PADDED - 1)] <= n.threshold);
-                    *c = n.left + u32::from(right);
+                    let left = xs[usize::from(n.feature) & (PADDED - 1)] <= n.threshold;
+                    *c = n.first + u32::from(left);
                 }
             }
             for &c in &cur[..group.len()] {
@@ -533,9 +531,9 @@ fn check_tree(
     // Re-lay the tree breadth-first so that siblings are adjacent (see `Node`).
     let base = nodes.len();
     let placeholder = Node {
-        threshold: f64::INFINITY,
+        threshold: f64::NEG_INFINITY,
         feature: PAD_FEATURE,
-        left: 0,
+        first: 0,
     };
     let mut order = vec![(0usize, 0u32)];
     nodes.push(placeholder);
@@ -546,16 +544,16 @@ fn check_tree(
         let ((i, d), at) = (order[k], base + k);
         depth = depth.max(d);
         if t.feature[i] < 0 {
-            nodes[at].left = at as u32;
+            nodes[at].first = at as u32;
             leaf_of[at] = leaves.len() as u32;
             leaves.push(t.value[i]);
         } else {
             nodes[at] = Node {
                 threshold: t.threshold[i],
                 feature: t.feature[i] as u16,
-                left: (base + order.len()) as u32,
+                first: (base + order.len()) as u32,
             };
-            for c in [t.left[i], t.right[i]] {
+            for c in [t.right[i], t.left[i]] {
                 order.push((c as usize, d + 1));
                 nodes.push(placeholder);
                 leaf_of.push(0);
@@ -761,7 +759,10 @@ mod tests {
                     queue_depth: next() * 150.0,
                     hour: (next() * 24.0) as u8,
                 };
-                let x = encode(&s);
+                let mut x = encode(&s);
+                assert_eq!(m.margins(&x), reference_margins(m.artifact(), &x));
+                // NaN goes right in both (never from a validated state, but defined).
+                x[(next() * FEATURE_DIM as f64) as usize] = f64::NAN;
                 assert_eq!(m.margins(&x), reference_margins(m.artifact(), &x));
             }
         }

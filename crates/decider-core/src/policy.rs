@@ -362,6 +362,142 @@ pub struct Decision {
     pub shadow: Option<Shadow>,
 }
 
+impl Decision {
+    /// The decision as compact JSON, byte for byte what `serde_json::to_string` makes of
+    /// it (fields in DESIGN §5 order), written directly: the Worker answers every
+    /// `/v1/decide` with this, and the generic serialiser costs more than the model's
+    /// forward pass in wasm.
+    pub fn to_json(&self) -> String {
+        // The probabilities first: the confidence is one of them when the model answered,
+        // and formatting a float costs more than the rest of the record.
+        let probs = self.probabilities.map(|p| {
+            [p.route_a, p.route_b, p.route_c, p.reject].map(|v| (v.to_bits(), Number::of(v)))
+        });
+        let mut out = String::with_capacity(256);
+        out.push_str("{\"action\":\"");
+        out.push_str(self.action.name());
+        out.push_str("\",\"confidence\":");
+        match self.confidence {
+            Some(c) => {
+                let same = probs
+                    .as_ref()
+                    .and_then(|ps| ps.iter().find(|(bits, _)| *bits == c.to_bits()));
+                match same {
+                    Some((_, text)) => out.push_str(text.as_str()),
+                    None => out.push_str(Number::of(c).as_str()),
+                }
+            }
+            None => out.push_str("null"),
+        }
+        out.push_str(",\"source\":\"");
+        out.push_str(self.source.name());
+        out.push_str("\",\"fallback_reason\":");
+        match self.fallback_reason {
+            Some(r) => {
+                out.push('"');
+                out.push_str(r.name());
+                out.push('"');
+            }
+            None => out.push_str("null"),
+        }
+        out.push_str(",\"model_version\":");
+        push_str_opt(&mut out, self.model_version.as_deref());
+        out.push_str(",\"encoder_version\":");
+        push_u64(&mut out, u64::from(self.encoder_version));
+        out.push_str(",\"probabilities\":");
+        match &probs {
+            Some([a, b, c, r]) => {
+                out.push_str("{\"route_a\":");
+                out.push_str(a.1.as_str());
+                out.push_str(",\"route_b\":");
+                out.push_str(b.1.as_str());
+                out.push_str(",\"route_c\":");
+                out.push_str(c.1.as_str());
+                out.push_str(",\"reject\":");
+                out.push_str(r.1.as_str());
+                out.push('}');
+            }
+            None => out.push_str("null"),
+        }
+        out.push_str(",\"decision_us\":");
+        push_u64(&mut out, self.decision_us);
+        if let Some(rule) = &self.rule {
+            out.push_str(",\"rule\":");
+            push_str_opt(&mut out, Some(rule));
+        }
+        if let Some(sh) = &self.shadow {
+            out.push_str(",\"shadow\":{\"model_action\":");
+            match sh.model_action {
+                Some(a) => {
+                    out.push('"');
+                    out.push_str(a.name());
+                    out.push('"');
+                }
+                None => out.push_str("null"),
+            }
+            out.push_str(",\"agree\":");
+            out.push_str(if sh.agree { "true" } else { "false" });
+            out.push('}');
+        }
+        out.push('}');
+        out
+    }
+}
+
+/// A number as serde_json writes it (its own formatter, so the text is the same in every
+/// serde_json version): shortest round-trip form, `null` when not finite.
+struct Number {
+    buf: [u8; 32],
+    len: usize,
+}
+
+impl Number {
+    fn of(v: f64) -> Number {
+        use serde_json::ser::{CompactFormatter, Formatter};
+        let mut n = Number {
+            buf: [0; 32],
+            len: 0,
+        };
+        let mut w = &mut n.buf[..];
+        // At most 24 bytes ("-1.2345678901234567e-308"); a failure leaves `null`.
+        if v.is_finite() && CompactFormatter.write_f64(&mut w, v).is_ok() {
+            n.len = 32 - w.len();
+        }
+        n
+    }
+
+    fn as_str(&self) -> &str {
+        match std::str::from_utf8(&self.buf[..self.len]) {
+            Ok(s) if !s.is_empty() => s,
+            _ => "null",
+        }
+    }
+}
+
+/// An integer as serde_json writes it.
+fn push_u64(out: &mut String, v: u64) {
+    use std::fmt::Write;
+    // Plain decimal digits, as serde_json (itoa) writes them; fmt::Write on a String cannot fail.
+    let _ = write!(out, "{v}");
+}
+
+/// A string as a JSON string (serde_json's escaping), or `null`.
+fn push_str_opt(out: &mut String, v: Option<&str>) {
+    match v {
+        // The plain case needs no escaping: printable ASCII without `"` or `\\`.
+        Some(s)
+            if s.bytes()
+                .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\') =>
+        {
+            out.push('"');
+            out.push_str(s);
+            out.push('"');
+        }
+        Some(s) => out.push_str(&serde_json::Value::from(s).to_string()),
+        None => out.push_str("null"),
+    }
+}
+
 /// Everything a decision is made from, besides the configuration.
 #[derive(Debug, Clone, Copy)]
 pub struct Inputs<'a> {

@@ -345,8 +345,51 @@ impl State {
     /// # Errors
     /// [`StateError::Json`] with line and column for malformed text, else as [`State::from_value`].
     pub fn parse_json(text: &str, default_hour: u8) -> Result<State, StateError> {
+        if let Some(s) = fast::state(text.as_bytes(), default_hour) {
+            return Ok(s);
+        }
         let v: Value = serde_json::from_str(text).map_err(|e| StateError::from_serde(&e))?;
         State::from_value(&v, default_hour)
+    }
+
+    /// Parses and validates a decision request body, `{"state": {…}}` and no other key
+    /// (DESIGN §6). `default_hour` (the current UTC hour) fills an absent `hour`.
+    ///
+    /// A valid body is scanned straight into numbers, without building a JSON tree; anything
+    /// else is parsed again through [`Value`] so that the error names the field and the
+    /// rule, exactly as [`State::from_value`] reports it.
+    ///
+    /// # Errors
+    /// [`StateError::Json`] for malformed text, [`StateError::NotObject`] for a body that is
+    /// not an object, [`StateError::Unknown`] / [`StateError::Missing`] for the envelope,
+    /// else the state's error with its field prefixed by `state.`.
+    pub fn from_body(bytes: &[u8], default_hour: u8) -> Result<State, StateError> {
+        if let Some(s) = fast::body(bytes, default_hour) {
+            return Ok(s);
+        }
+        State::from_body_value(bytes, default_hour)
+    }
+
+    /// [`State::from_body`] through [`Value`] only: the reference the fast path must agree
+    /// with, and the source of every error message.
+    ///
+    /// # Errors
+    /// As [`State::from_body`].
+    pub fn from_body_value(bytes: &[u8], default_hour: u8) -> Result<State, StateError> {
+        let body: Value = serde_json::from_slice(bytes).map_err(|e| StateError::from_serde(&e))?;
+        let obj = as_object(&body, "body")?;
+        if let Some(k) = obj.keys().find(|k| k.as_str() != "state") {
+            return Err(StateError::Unknown {
+                field: k.clone(),
+                expected: "state".into(),
+            });
+        }
+        let Some(state) = obj.get("state") else {
+            return Err(StateError::Missing {
+                field: "state".into(),
+            });
+        };
+        State::from_value(state, default_hour).map_err(|e| e.within("state"))
     }
 
     /// The state as a JSON value with every field present.
@@ -406,6 +449,196 @@ impl Signals {
     }
 }
 
+/// The fast path of [`State::from_body`] and [`State::parse_json`]: a scanner for the one
+/// shape a valid request has, with no JSON tree and no allocation.
+///
+/// It reads a strict subset of JSON — objects, the known key names without escapes,
+/// numbers in JSON's own grammar, JSON whitespace — and gives up (`None`) on anything else:
+/// an unknown, duplicate or escaped key, a non-number, a value out of range, text after the
+/// end. The caller then parses the same text through [`Value`], so every accepted input
+/// yields the same state as [`State::from_value`] and every error comes from there. Numbers
+/// are converted by the standard library's parser, correctly rounded like serde_json's
+/// `float_roundtrip`.
+mod fast {
+    use super::{State, MAX_REQUEST_TYPE, NUM_REGIONS, STATE_FIELDS};
+
+    /// A cursor over the text.
+    struct Scan<'a> {
+        b: &'a [u8],
+        i: usize,
+    }
+
+    impl<'a> Scan<'a> {
+        fn ws(&mut self) {
+            while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
+                self.i += 1;
+            }
+        }
+
+        /// Consumes `c` after optional whitespace.
+        fn eat(&mut self, c: u8) -> Option<()> {
+            self.ws();
+            (self.b.get(self.i) == Some(&c)).then(|| self.i += 1)
+        }
+
+        /// A string without escapes, after optional whitespace.
+        fn key(&mut self) -> Option<&'a [u8]> {
+            self.eat(b'"')?;
+            let start = self.i;
+            while let Some(&c) = self.b.get(self.i) {
+                match c {
+                    b'"' => {
+                        self.i += 1;
+                        return Some(&self.b[start..self.i - 1]);
+                    }
+                    b'a'..=b'z' | b'_' => self.i += 1,
+                    _ => return None,
+                }
+            }
+            None
+        }
+
+        fn digits(&mut self) -> usize {
+            let start = self.i;
+            while self.b.get(self.i).is_some_and(u8::is_ascii_digit) {
+                self.i += 1;
+            }
+            self.i - start
+        }
+
+        /// A number in JSON's grammar, after optional whitespace:
+        /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+        fn number(&mut self) -> Option<f64> {
+            self.ws();
+            let start = self.i;
+            if self.b.get(self.i) == Some(&b'-') {
+                self.i += 1;
+            }
+            match self.b.get(self.i) {
+                Some(b'0') => self.i += 1,
+                Some(b'1'..=b'9') => {
+                    self.digits();
+                }
+                _ => return None,
+            }
+            if self.b.get(self.i) == Some(&b'.') {
+                self.i += 1;
+                if self.digits() == 0 {
+                    return None;
+                }
+            }
+            if let Some(b'e' | b'E') = self.b.get(self.i) {
+                self.i += 1;
+                if let Some(b'+' | b'-') = self.b.get(self.i) {
+                    self.i += 1;
+                }
+                if self.digits() == 0 {
+                    return None;
+                }
+            }
+            std::str::from_utf8(&self.b[start..self.i])
+                .ok()?
+                .parse()
+                .ok()
+        }
+
+        /// A state object: known keys, each once, each a number.
+        fn state(&mut self) -> Option<[Option<f64>; 6]> {
+            let mut out = [None; 6];
+            self.eat(b'{')?;
+            if self.eat(b'}').is_some() {
+                return Some(out);
+            }
+            loop {
+                let k = self.key()?;
+                let slot = out.get_mut(field_index(k)?)?;
+                self.eat(b':')?;
+                if slot.replace(self.number()?).is_some() {
+                    return None; // duplicate key
+                }
+                self.ws();
+                match self.b.get(self.i) {
+                    Some(b',') => self.i += 1,
+                    Some(b'}') => {
+                        self.i += 1;
+                        return Some(out);
+                    }
+                    _ => return None,
+                }
+            }
+        }
+
+        /// Only whitespace left.
+        fn end(&mut self) -> Option<()> {
+            self.ws();
+            (self.i == self.b.len()).then_some(())
+        }
+    }
+
+    /// The index of a key in [`STATE_FIELDS`]: its length and first letter pick the one
+    /// candidate, one comparison confirms it.
+    fn field_index(k: &[u8]) -> Option<usize> {
+        let i = match (k.len(), k.first()?) {
+            (12, b'r') => 0,
+            (9, _) => 1,
+            (12, _) => 2,
+            (19, _) => 3,
+            (11, _) => 4,
+            (4, _) => 5,
+            _ => return None,
+        };
+        (STATE_FIELDS[i].as_bytes() == k).then_some(i)
+    }
+
+    /// A bare state object.
+    pub(super) fn state(text: &[u8], default_hour: u8) -> Option<State> {
+        let mut s = Scan { b: text, i: 0 };
+        let fields = s.state()?;
+        s.end()?;
+        validate(fields, default_hour)
+    }
+
+    /// The `{"state": {…}}` envelope.
+    pub(super) fn body(text: &[u8], default_hour: u8) -> Option<State> {
+        let mut s = Scan { b: text, i: 0 };
+        s.eat(b'{')?;
+        if s.key()? != b"state" {
+            return None;
+        }
+        s.eat(b':')?;
+        s.ws();
+        let fields = s.state()?;
+        s.eat(b'}')?;
+        s.end()?;
+        validate(fields, default_hour)
+    }
+
+    /// An integral value in `0..=max`.
+    fn int(v: f64, max: u8) -> Option<u8> {
+        (v.fract() == 0.0 && (0.0..=f64::from(max)).contains(&v)).then_some(v as u8)
+    }
+
+    /// The state when every field is present (`hour` may be absent) and valid, by the
+    /// rules of [`State::from_value`].
+    fn validate(fields: [Option<f64>; 6], default_hour: u8) -> Option<State> {
+        let [rt, region, load, success, queue, hour] = fields;
+        let load = load.filter(|v| v.is_finite() && *v >= 0.0)?;
+        let success = success.filter(|v| (0.0..=1.0).contains(v))?;
+        let queue = queue.filter(|v| v.is_finite() && *v >= 0.0)?;
+        Some(State {
+            request_type: int(rt?, MAX_REQUEST_TYPE)?,
+            region_id: int(region?, (NUM_REGIONS - 1) as u8)?,
+            current_load: load,
+            recent_success_rate: success,
+            queue_depth: queue,
+            hour: match hour {
+                Some(h) => int(h, 23)?,
+                None => default_hour.min(23),
+            },
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -427,6 +660,61 @@ mod tests {
         assert_eq!(s.region_id, 3);
         assert_eq!(s.hour, 14);
         assert_eq!(s.queue_depth, 12.0);
+    }
+
+    #[test]
+    fn typical_bodies_take_the_fast_path() {
+        let want = State::from_value(&ok(), 0).unwrap();
+        for body in [
+            r#"{"state":{"request_type":1,"region_id":3,"current_load":0.4,"recent_success_rate":0.97,"queue_depth":12,"hour":14}}"#,
+            "{\n  \"state\": {\n    \"hour\": 14,\n    \"queue_depth\": 12.0,\n    \"recent_success_rate\": 9.7e-1,\n    \"current_load\": 0.40,\n    \"region_id\": 3,\n    \"request_type\": 1\n  }\n}\n",
+            "\t{ \"state\" :\r\n{\"request_type\":1 , \"region_id\":3,\"current_load\":4E-1,\"recent_success_rate\":0.97,\"queue_depth\":1.2e1,\"hour\":14 } } ",
+        ] {
+            assert_eq!(fast::body(body.as_bytes(), 0), Some(want), "{body}");
+            assert_eq!(State::from_body(body.as_bytes(), 0), Ok(want), "{body}");
+        }
+        let bare = ok().to_string();
+        assert_eq!(fast::state(bare.as_bytes(), 0), Some(want));
+    }
+
+    #[test]
+    fn the_fast_path_leaves_everything_else_to_the_value_path() {
+        let s = r#"{"request_type":1,"region_id":3,"current_load":0.4,"recent_success_rate":0.97,"queue_depth":12}"#;
+        for body in [
+            format!(r#"{{"st\u0061te": {s}}}"#),
+            format!(r#"{{"state": {s}, "state": {s}}}"#),
+            format!(r#"[{{"state": {s}}}]"#),
+            format!(r#"{{"state": {s}}} x"#),
+            format!(r#"{{"state": {s}, "x": 1}}"#),
+            s.replace("12}", "12, \"queue_depth\": 12}"),
+            s.replace("0.4", "NaN"),
+            s.replace("0.4", "+0.4"),
+            s.replace("0.4", ".4"),
+            s.replace("3,", "3.5,"),
+            s.replace("12", "1e400"),
+            s.replace("region_id", "regoin_id"),
+        ] {
+            let body = if body.starts_with("{\"request_type") {
+                format!(r#"{{"state": {body}}}"#)
+            } else {
+                body
+            };
+            assert_eq!(fast::body(body.as_bytes(), 0), None, "{body}");
+            assert_eq!(
+                State::from_body(body.as_bytes(), 0),
+                State::from_body_value(body.as_bytes(), 0),
+                "{body}"
+            );
+        }
+        // Duplicate keys: the value path keeps the last one, so the answer is the same.
+        let dup = format!(
+            r#"{{"state": {}}}"#,
+            s.replace("12}", "12, \"queue_depth\": 13}")
+        );
+        assert_eq!(
+            State::from_body(dup.as_bytes(), 0).unwrap().queue_depth,
+            13.0
+        );
     }
 
     #[test]

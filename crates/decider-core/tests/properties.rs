@@ -8,16 +8,21 @@
 //!   (NaN and infinite numbers included) and any configuration;
 //! - the rule table is first-hit: it picks the first rule whose conditions all hold,
 //!   checked against a literal reference evaluation;
-//! - calibration is monotonic: a higher temperature never raises the top probability.
+//! - the lockstep tree walk gives the margins of the artifact's node-by-node definition bit
+//!   for bit, for trees of any shape and any features, NaN included;
+//! - calibration is monotonic: a higher temperature never raises the top probability;
+//! - `Decision::to_json` writes exactly what serde_json writes, for any decision;
+//! - the typed fast path of body parsing agrees with the `Value` path on any text near a
+//!   valid body: same state, or the same error.
 
 use decider_core::model::{
     argmax, softmax, tests_support::TINY_ARTIFACT, Artifact, FeatureRanges, Tree,
 };
-use decider_core::policy::{ModelError, ModelOutput};
+use decider_core::policy::{ModelError, ModelOutput, ProbabilityMap, Shadow};
 use decider_core::rules::{Condition, Rule, RuleTableSpec};
 use decider_core::{
-    decide, encode, Action, FallbackReason, Gates, Inputs, Model, ModelOutcome, PolicyConfig,
-    RuleTable, Source, State, DEFAULT_RULES_JSON, FEATURE_DIM, NUM_ACTIONS,
+    decide, encode, Action, Decision, FallbackReason, Gates, Inputs, Model, ModelOutcome,
+    PolicyConfig, RuleTable, Source, State, DEFAULT_RULES_JSON, FEATURE_DIM, NUM_ACTIONS,
 };
 use proptest::prelude::*;
 use proptest::sample::select;
@@ -48,6 +53,158 @@ fn valid_state() -> impl Strategy<Value = State> {
             hour,
         },
     )
+}
+
+/// A JSON token for a state field: valid values and every near miss the fast path must
+/// hand over to the `Value` path (integral floats, `-0`, exponents, out-of-range, huge and
+/// negative integers, non-numbers).
+fn field_token() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => (0..=30i64).prop_map(|v| v.to_string()),
+        2 => (0.0..=1.5f64).prop_map(|v| v.to_string()),
+        1 => non_negative().prop_map(|v| format!("{v:e}")),
+        1 => (0..=30u8).prop_map(|v| format!("{v}.0")),
+        1 => select(vec![
+            "-0", "-0.0", "-1", "1e0", "3E0", "0.5e1", "1e400", "-1e400", "1e-400",
+            "18446744073709551615", "18446744073709551616", "-9223372036854775809",
+            "null", "true", "\"3\"", "[]", "{}", "[1]", "5.5", "23.000000000000001",
+            "01", "1.", ".5", "+1", "1e", "1e+", "-", "0x1", "1_0", "inf", "NaN", "Infinity",
+            "-Infinity", "1.5e+2", "2E-1", "0.0e0", "1 2", "1,", "\u{a0}1", "１",
+        ])
+        .prop_map(str::to_string),
+    ]
+}
+
+/// Text near a valid `{"state": {…}}` body: fields dropped, duplicated, renamed, escaped
+/// or given any [`field_token`]; extra keys; other envelopes; whitespace; trailing junk.
+fn near_body() -> impl Strategy<Value = String> {
+    let fields =
+        prop::collection::vec((0..9usize, field_token(), prop::bool::weighted(0.05)), 0..9);
+    let valid = valid_state().prop_map(|s| s.to_value().to_string());
+    let mutated = fields.prop_map(|fs| {
+        const NAMES: [&str; 9] = [
+            "request_type",
+            "region_id",
+            "current_load",
+            "recent_success_rate",
+            "queue_depth",
+            "hour",
+            "regoin_id",
+            "",
+            "Hour",
+        ];
+        let parts: Vec<String> = fs
+            .iter()
+            .map(|(k, v, escape)| {
+                let name = if *escape {
+                    // The same key, with its first letter escaped.
+                    let n = NAMES[*k];
+                    n.chars().next().map_or(String::new(), |c| {
+                        format!("\\u{:04x}{}", c as u32, &n[c.len_utf8()..])
+                    })
+                } else {
+                    NAMES[*k].to_string()
+                };
+                format!("\"{name}\": {v}")
+            })
+            .collect();
+        format!("{{{}}}", parts.join(", "))
+    });
+    // A full valid state with one field overwritten, so most cases get deep into validation.
+    let one_off = (valid_state(), 0..6usize, field_token()).prop_map(|(s, k, v)| {
+        let mut obj = s.to_value();
+        let name = decider_core::state::STATE_FIELDS[k];
+        obj[name] = serde_json::Value::Null;
+        obj.to_string()
+            .replace(&format!("\"{name}\":null"), &format!("\"{name}\":{v}"))
+    });
+    let state = prop_oneof![2 => valid, 3 => one_off, 2 => mutated];
+    let envelope = select(vec![
+        "{\"state\": S}",
+        "{\"state\":S}",
+        " {\"state\" : S } ",
+        "{\"state\": S, \"x\": 1}",
+        "{\"state\": S, \"state\": S}",
+        "[{\"state\": S}]",
+        "{\"stat\\u0065\": S}",
+        "{\"state\": S} x",
+        "{\"state\": [S]}",
+        "S",
+        "{}",
+        "{\"state\": S",
+    ]);
+    // JSON whitespace anywhere between tokens, and some that is not JSON whitespace.
+    let spacing = select(vec![
+        "", " ", "\t", "\n", "\r\n", " \u{c} ", "\u{a0}", "\u{0}",
+    ]);
+    (state, envelope, spacing, any::<bool>()).prop_map(|(s, e, sp, spread)| {
+        let b = e.replace('S', &s);
+        if spread {
+            b.replace(',', &format!("{sp},{sp}"))
+                .replace(':', &format!("{sp}:{sp}"))
+        } else {
+            b
+        }
+    })
+}
+
+/// Any decision, consistent or not: every field's whole domain, strings that need
+/// escaping, non-finite numbers.
+fn any_decision() -> impl Strategy<Value = Decision> {
+    let text = prop_oneof![
+        "[a-z0-9._-]{0,24}",
+        any::<String>(),
+        Just("quote\" backslash\\ tab\t nl\n nul\u{0} del\u{7f} é ✓".to_string()),
+    ];
+    let source = select(vec![Source::Model, Source::Rules, Source::Default]);
+    let reason = prop::option::of(select(vec![
+        FallbackReason::LowConfidence,
+        FallbackReason::ModelError,
+        FallbackReason::ModelTimeout,
+        FallbackReason::ModelUnavailable,
+        FallbackReason::OutOfDistribution,
+        FallbackReason::StaleSignals,
+        FallbackReason::Holdout,
+    ]));
+    let probs = prop::option::of(prop::array::uniform4(wild_f64()).prop_map(ProbabilityMap::from));
+    let shadow = prop::option::of((prop::option::of(action()), any::<bool>()).prop_map(
+        |(model_action, agree)| Shadow {
+            model_action,
+            agree,
+        },
+    ));
+    (
+        (action(), prop::option::of(wild_f64()), source, reason),
+        (
+            prop::option::of(text.clone()),
+            any::<u32>(),
+            probs,
+            any::<u64>(),
+        ),
+        (prop::option::of(text), shadow, prop::option::of(0..4usize)),
+    )
+        .prop_map(
+            |(
+                (action, confidence, source, fallback_reason),
+                (model_version, encoder_version, probabilities, decision_us),
+                (rule, shadow, top),
+            )| Decision {
+                // As the model writes it: the confidence is one of the probabilities.
+                confidence: match (top, probabilities) {
+                    (Some(k), Some(p)) => Some([p.route_a, p.route_b, p.route_c, p.reject][k]),
+                    _ => confidence,
+                },
+                action,
+                source,
+                fallback_reason,
+                model_version,
+                encoder_version,
+                probabilities,
+                decision_us,
+                rule,
+                shadow,
+            },
+        )
 }
 
 /// Any value of the `State` type, validated or not: NaN, infinities, out-of-range ids.
@@ -140,6 +297,97 @@ fn tree(leaf: impl Strategy<Value = f64> + Clone + 'static) -> impl Strategy<Val
 
 fn tiny_artifact() -> Artifact {
     Model::from_json(TINY_ARTIFACT).unwrap().artifact().clone()
+}
+
+/// A tree of any shape: grown by splitting random leaves (chains, bushes, up to 80 leaves),
+/// on random features, with thresholds drawn
+/// from a small set so that splits tie.
+fn any_shape_tree() -> impl Strategy<Value = Tree> {
+    let threshold = prop_oneof![select(vec![-1.0, 0.0, 0.25, 0.5, 1.0]), -1.5..1.5f64,];
+    let size = prop_oneof![4 => 0..16usize, 1 => 16..80usize];
+    size.prop_flat_map(move |n| {
+        prop::collection::vec(
+            (
+                any::<prop::sample::Index>(),
+                0..FEATURE_DIM as i32,
+                threshold.clone(),
+            ),
+            n,
+        )
+    })
+    .prop_flat_map(|splits| {
+        let n = 2 * splits.len() + 1;
+        (
+            Just(splits),
+            prop::collection::vec(prop::array::uniform4(-10.0..10.0f64), n),
+        )
+    })
+    .prop_map(|(splits, values)| {
+        let mut t = Tree {
+            feature: vec![-1],
+            threshold: vec![0.0],
+            left: vec![0],
+            right: vec![0],
+            value: vec![values[0]],
+        };
+        let mut leaves = vec![0usize];
+        for (k, (pick, f, th)) in splits.into_iter().enumerate() {
+            let i = leaves.swap_remove(pick.index(leaves.len()));
+            let (l, r) = (t.feature.len(), t.feature.len() + 1);
+            t.feature[i] = f;
+            t.threshold[i] = th;
+            t.left[i] = l as u32;
+            t.right[i] = r as u32;
+            t.value[i] = [0.0; NUM_ACTIONS];
+            for c in [l, r] {
+                t.feature.push(-1);
+                t.threshold.push(0.0);
+                t.left.push(0);
+                t.right.push(0);
+                t.value.push(values[2 * k + 1 + (c - l)]);
+                leaves.push(c);
+            }
+        }
+        t
+    })
+}
+
+/// Features as the encoder makes them, or anything at all (NaN and infinities included).
+fn any_features() -> impl Strategy<Value = [f64; FEATURE_DIM]> {
+    prop_oneof![
+        valid_state().prop_map(|s| encode(&s)),
+        prop::array::uniform16(prop_oneof![
+            select(vec![
+                -1.0,
+                0.0,
+                0.25,
+                0.5,
+                1.0,
+                f64::NAN,
+                f64::INFINITY,
+                f64::NEG_INFINITY
+            ]),
+            -2.0..2.0f64,
+        ]),
+    ]
+}
+
+/// The artifact's definition of the trees, walked node by node.
+fn reference_margins(a: &Artifact, x: &[f64; FEATURE_DIM]) -> [f64; NUM_ACTIONS] {
+    let mut m = [0.0; NUM_ACTIONS];
+    m.copy_from_slice(&a.model.base_score);
+    for t in &a.model.trees {
+        let mut i = 0;
+        while t.feature[i] >= 0 {
+            i = if x[t.feature[i] as usize] <= t.threshold[i] {
+                t.left[i] as usize
+            } else {
+                t.right[i] as usize
+            };
+        }
+        m.iter_mut().zip(&t.value[i]).for_each(|(a, b)| *a += b);
+    }
+    m
 }
 
 /// A valid artifact with a generated ensemble, temperature and threshold. Leaves range
@@ -413,6 +661,29 @@ proptest! {
     }
 
     #[test]
+    fn decision_json_is_what_serde_json_writes(d in any_decision()) {
+        prop_assert_eq!(d.to_json(), serde_json::to_string(&d).unwrap());
+    }
+
+    #[test]
+    fn body_fast_path_agrees_with_the_value_path(body in near_body(), default_hour in any::<u8>()) {
+        let fast = State::from_body(body.as_bytes(), default_hour);
+        let reference = State::from_body_value(body.as_bytes(), default_hour);
+        prop_assert_eq!(fast, reference, "{}", body);
+    }
+
+    #[test]
+    fn bare_state_fast_path_agrees_with_the_value_path(body in near_body(), default_hour in any::<u8>()) {
+        // The envelope's inside, or the whole text: both are parsed as a bare state here.
+        let text = body.strip_prefix("{\"state\": ").and_then(|b| b.strip_suffix('}')).unwrap_or(&body);
+        let fast = State::parse_json(text, default_hour);
+        let reference = serde_json::from_str::<serde_json::Value>(text)
+            .map_err(|e| decider_core::StateError::from_serde(&e))
+            .and_then(|v| State::from_value(&v, default_hour));
+        prop_assert_eq!(fast, reference, "{}", text);
+    }
+
+    #[test]
     fn encoding_is_finite_even_for_unvalidated_states(s in any_state()) {
         prop_assert!(encode(&s).iter().all(|v| v.is_finite()));
     }
@@ -424,6 +695,21 @@ proptest! {
         assert_probabilities(&tiny.predict(&x))?;
         if let Some(m) = shipped_model() {
             assert_probabilities(&m.predict(&x))?;
+        }
+    }
+
+    #[test]
+    fn tree_walk_matches_the_artifact_definition_bit_for_bit(
+        trees in prop::collection::vec(any_shape_tree(), 0..40),
+        xs in prop::collection::vec(any_features(), 1..8),
+    ) {
+        // Up to 40 trees: several groups of lanes, the last one partly filled.
+        let mut a = tiny_artifact();
+        a.model.trees = trees;
+        let m = Model::from_artifact(a).expect("generated artifacts are valid");
+        for x in &xs {
+            let want = reference_margins(m.artifact(), x);
+            prop_assert_eq!(m.margins(x).map(f64::to_bits), want.map(f64::to_bits));
         }
     }
 
