@@ -195,8 +195,8 @@ async fn decide(req: &mut Request, env: &Env, engine: &Engine<'_>) -> Result<Res
         detail.as_deref(),
     ));
     analytics::write(env, &d);
-    // Serialised from the struct, so fields keep the documented order (DESIGN §5).
-    let body = serde_json::to_string(&d).map_err(|_| ApiError::internal())?;
+    // Fields in the documented order (DESIGN §5), byte for byte serde_json's output.
+    let body = d.to_json();
     let resp = http::json_text(200, body).map_err(|_| ApiError::internal())?;
     http::set_decision_headers(resp.headers(), &d).map_err(|_| ApiError::internal())?;
     Ok(resp)

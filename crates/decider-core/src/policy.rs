@@ -474,11 +474,17 @@ impl Number {
     }
 }
 
-/// An integer as serde_json writes it.
+/// An integer as serde_json writes it (its own formatter; `write!` would go through the
+/// much slower `core::fmt` machinery).
 fn push_u64(out: &mut String, v: u64) {
-    use std::fmt::Write;
-    // Plain decimal digits, as serde_json (itoa) writes them; fmt::Write on a String cannot fail.
-    let _ = write!(out, "{v}");
+    use serde_json::ser::{CompactFormatter, Formatter};
+    let mut buf = [0u8; 20];
+    let mut w = &mut buf[..];
+    // 20 bytes hold u64::MAX, so this cannot fail.
+    if CompactFormatter.write_u64(&mut w, v).is_ok() {
+        let n = 20 - w.len();
+        out.push_str(std::str::from_utf8(&buf[..n]).unwrap_or("0"));
+    }
 }
 
 /// A string as a JSON string (serde_json's escaping), or `null`.
