@@ -128,6 +128,22 @@ const merge1 = (xs) => ({
   runs: xs.reduce((a, x) => a + x.runs, 0),
 });
 const merge = (xs) => ({ ...merge1(xs), cpu: merge1(xs.map((x) => x.cpu)) });
+// Where the whole decision's time goes: each stage on its own over the same seeded inputs
+// (bench/wasm-micro `bench_stage`; labels as its STAGES). Stage 1 is the path a body takes
+// only when the fast scanner refuses it (an error to report), so it is not part of the sum.
+const STAGES = [
+  "parse: body text → state (scanner, the path of a valid body)",
+  "parse: body text → state through serde_json::Value (the path of an invalid body)",
+  "model: state → outcome (encode, trees, calibration, checks)",
+  "policy: state + outcome → decision",
+  "serialise: decision → JSON text",
+  "trees alone: features → margins (part of model)",
+];
+const stages = STAGES.map((label, k) => {
+  const runs = [];
+  for (let r = 0; r < rounds; r++) runs.push(timeRuns((n) => (sink ^= w.bench_stage(k, n))));
+  return { stage: k, label, ...merge(runs) };
+});
 
 // ---- cold start: a fresh isolate (worker thread) to its first decision ----------------
 const COLD_SRC = `
@@ -236,6 +252,7 @@ const result = {
   runs: RUNS * rounds,
   wasm_whole_us: merge(wasmWhole),
   wasm_decide_us: merge(wasmDecideOnly),
+  wasm_stages_us: stages,
   js_whole_us: merge(jsWhole),
   ratio_wasm_over_js: median(wasmWhole.map((x) => x.median)) / median(jsWhole.map((x) => x.median)),
   ratio_wasm_over_js_cpu: median(wasmWhole.map((x) => x.cpu.median)) / median(jsWhole.map((x) => x.cpu.median)),

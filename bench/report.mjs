@@ -169,6 +169,16 @@ if (micro) {
     row("same wasm in workerd (Miniflare): parsed state → decision", { ...micro.workerd_us.decide, cpu: null });
   }
   p();
+  if (micro.wasm_stages_us) {
+    p("Where the whole decision's time goes in wasm (V8): each stage timed on its own, same inputs, same run.");
+    p();
+    p("| stage | median µs (wall) | min | median µs (CPU) |");
+    p("|---|---|---|---|");
+    for (const st of micro.wasm_stages_us) {
+      p(`| ${st.label} | ${f(st.median, 3)} | ${f(st.min, 3)} | ${f(st.cpu?.median, 3)} |`);
+    }
+    p();
+  }
   p("In workerd the clock stands still while a request runs, so those two rows are timed from outside: a request");
   p("making N decisions minus a request making one, divided by N − 1.");
   p();

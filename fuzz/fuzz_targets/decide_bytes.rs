@@ -2,7 +2,8 @@
 //! validated, encoded and scored by the model (the shipped artifact when present, else the
 //! tiny test one), and the policy decides under every model outcome, gate and mode. The
 //! same bytes are also read as a remote model's answer (`ModelOutput::from_remote_json`).
-//! Laws: nothing panics; usable outputs are finite with probabilities summing to 1; the
+//! Laws: nothing panics; the body scanner agrees with the Value path; `Decision::to_json`
+//! is serde_json's text; usable outputs are finite with probabilities summing to 1; the
 //! policy's source, fallback reason and action agree with each other and with the inputs.
 #![no_main]
 
@@ -42,7 +43,8 @@ fn check_decision(
     cfg: &PolicyConfig,
     rules: bool,
 ) {
-    serde_json::to_string(d).expect("a decision serialises");
+    let text = serde_json::to_string(d).expect("a decision serialises");
+    assert_eq!(d.to_json(), text, "Decision::to_json is serde_json's text");
     if gates.stale_signals {
         assert_eq!(d.fallback_reason, Some(FallbackReason::StaleSignals));
     } else if gates.holdout {
@@ -85,6 +87,12 @@ fuzz_target!(|data: &[u8]| {
 
     // The request body: `{"state": {...}}`; anything else decides a sample state instead.
     let default_hour = (data.len() % 24) as u8;
+    // The Worker's parser (a scanner for valid bodies, the Value path for the rest) gives
+    // exactly the Value path's answer, state or error.
+    assert_eq!(
+        State::from_body(data, default_hour),
+        State::from_body_value(data, default_hour)
+    );
     let parsed = body
         .as_ref()
         .and_then(|b| b.get("state"))
