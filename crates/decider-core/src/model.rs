@@ -234,6 +234,16 @@ const PADDED: usize = 2 * FEATURE_DIM;
 const PAD_FEATURE: u16 = FEATURE_DIM as u16;
 /// Trees walked together in [`Model::margins`].
 const LANES: usize = 16;
+/// Trees walked together in the groups that follow the last full group of [`LANES`].
+const SMALL_LANES: usize = 4;
+
+/// Trees `start..start + len` walked together, `steps` steps (the depth of the deepest).
+#[derive(Debug, Clone, Copy)]
+struct Group {
+    start: usize,
+    len: usize,
+    steps: u32,
+}
 
 const _: () = assert!(PADDED.is_power_of_two() && (PAD_FEATURE as usize) < PADDED);
 
@@ -249,8 +259,9 @@ pub struct Model {
     leaves: Vec<[f64; NUM_ACTIONS]>,
     /// Root node index per tree.
     roots: Vec<u32>,
-    /// Per group of [`LANES`] trees: the depth of the deepest, i.e. the steps to walk.
-    lane_depth: Vec<u32>,
+    /// The trees in walking groups, in tree order: [`LANES`] at a time, and the remainder
+    /// [`SMALL_LANES`] at a time, so that a last group of a few trees does not walk 16 lanes.
+    groups: Vec<Group>,
 }
 
 impl Model {
@@ -369,10 +380,21 @@ impl Model {
             roots.push(nodes.len() as u32);
             depths.push(check_tree(ti, tree, &mut nodes, &mut leaf_of, &mut leaves)?);
         }
-        let lane_depth = depths
-            .chunks(LANES)
-            .map(|c| c.iter().copied().max().unwrap_or(0))
-            .collect();
+        let mut groups = Vec::new();
+        let full = depths.len() / LANES * LANES;
+        for (start, width) in (0..full).step_by(LANES).map(|s| (s, LANES)).chain(
+            (full..depths.len())
+                .step_by(SMALL_LANES)
+                .map(|s| (s, SMALL_LANES)),
+        ) {
+            let len = width.min(depths.len() - start);
+            let steps = depths[start..start + len]
+                .iter()
+                .copied()
+                .max()
+                .unwrap_or(0);
+            groups.push(Group { start, len, steps });
+        }
         // Every number is finite, but a sum of them need not be: bound each action's margin
         // by |base score| plus the largest |leaf| of each of its trees, added in inference
         // order (rounding is monotonic, so the real margin never exceeds this bound). A
@@ -401,7 +423,7 @@ impl Model {
             leaf_of,
             leaves,
             roots,
-            lane_depth,
+            groups,
         })
     }
 
@@ -431,24 +453,42 @@ impl Model {
         m.copy_from_slice(&self.artifact.model.base_score);
         let mut xs = [0.0; PADDED];
         xs[..FEATURE_DIM].copy_from_slice(x);
-        for (group, &steps) in self.roots.chunks(LANES).zip(&self.lane_depth) {
-            // Spare lanes of the last group re-walk its first tree and are not added.
-            let mut cur = [group[0]; LANES];
-            cur[..group.len()].copy_from_slice(group);
-            for _ in 0..steps {
-                for c in &mut cur {
-                    // The mask is a no-op (features are validated) that spares a bounds check.
-                    let n = &self.nodes[*c as usize];
-                    let left = xs[usize::from(n.feature) & (PADDED - 1)] <= n.threshold;
-                    *c = n.first + u32::from(left);
-                }
-            }
-            for &c in &cur[..group.len()] {
-                let v = &self.leaves[self.leaf_of[c as usize] as usize];
-                m.iter_mut().zip(v).for_each(|(a, b)| *a += b);
+        for g in &self.groups {
+            let group = &self.roots[g.start..g.start + g.len];
+            if g.len > SMALL_LANES {
+                self.walk::<LANES>(&xs, group, g.steps, &mut m);
+            } else {
+                self.walk::<SMALL_LANES>(&xs, group, g.steps, &mut m);
             }
         }
         m
+    }
+
+    /// Walks up to `L` trees (roots `group`) `steps` steps in lockstep and adds their leaf
+    /// values to `m`, in tree order.
+    #[inline(always)]
+    fn walk<const L: usize>(
+        &self,
+        xs: &[f64; PADDED],
+        group: &[u32],
+        steps: u32,
+        m: &mut [f64; NUM_ACTIONS],
+    ) {
+        // Spare lanes re-walk the group's first tree and are not added.
+        let mut cur = [group[0]; L];
+        cur[..group.len()].copy_from_slice(group);
+        for _ in 0..steps {
+            for c in &mut cur {
+                // The mask is a no-op (features are validated) that spares a bounds check.
+                let n = &self.nodes[*c as usize];
+                let left = xs[usize::from(n.feature) & (PADDED - 1)] <= n.threshold;
+                *c = n.first + u32::from(left);
+            }
+        }
+        for &c in &cur[..group.len()] {
+            let v = &self.leaves[self.leaf_of[c as usize] as usize];
+            m.iter_mut().zip(v).for_each(|(a, b)| *a += b);
+        }
     }
 
     /// Calibrated probabilities per action (they sum to 1).
