@@ -33,7 +33,7 @@ function criterion() {
   for (const group of ["decision_shipped-model", "decision_tiny-model", "startup_shipped-model", "startup_tiny-model"]) {
     const dir = path.join(CRITERION, group);
     if (!existsSync(dir)) continue;
-    for (const bench of ["parse", "validate", "encode", "infer", "policy", "whole", "artifact_parse_validate", "rules_parse_validate"]) {
+    for (const bench of ["parse", "validate", "parse_validate", "encode", "infer", "policy", "serialise", "whole", "artifact_parse_validate", "rules_parse_validate"]) {
       const est = path.join(dir, bench, "new/estimates.json");
       if (!existsSync(est)) continue;
       const e = JSON.parse(readFileSync(est, "utf8"));
@@ -169,6 +169,9 @@ if (micro) {
     row("same wasm in workerd (Miniflare): parsed state → decision", { ...micro.workerd_us.decide, cpu: null });
   }
   p();
+  p("In workerd the clock stands still while a request runs, so those two rows are timed from outside: a request");
+  p("making N decisions minus a request making one, divided by N − 1.");
+  p();
   if (micro.wasm_stages_us) {
     p("Where the whole decision's time goes in wasm (V8): each stage timed on its own, same inputs, same run.");
     p();
@@ -179,9 +182,6 @@ if (micro) {
     }
     p();
   }
-  p("In workerd the clock stands still while a request runs, so those two rows are timed from outside: a request");
-  p("making N decisions minus a request making one, divided by N − 1.");
-  p();
   p("Wall time is what a request waits; CPU time (the process's user + system time over the same runs) leaves out");
   p(`the time spent waiting for a core on a shared machine (load average during the run: ${(micro.load_average ?? []).map((x) => x.toFixed(2)).join(", ")}).`);
   p();
