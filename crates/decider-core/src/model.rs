@@ -633,6 +633,27 @@ pub fn argmax(p: &Probabilities) -> (Action, f64) {
 #[doc(hidden)]
 /// Small artifacts for doctests and unit tests.
 pub mod tests_support {
+    use super::{Artifact, Features, NUM_ACTIONS};
+
+    /// The artifact's definition of its trees, walked node by node (no re-layout): the
+    /// reference the fast walk is tested against.
+    pub fn reference_margins(a: &Artifact, x: &Features) -> [f64; NUM_ACTIONS] {
+        let mut m = [0.0; NUM_ACTIONS];
+        m.copy_from_slice(&a.model.base_score);
+        for t in &a.model.trees {
+            let mut i = 0;
+            while t.feature[i] >= 0 {
+                i = if x[t.feature[i] as usize] <= t.threshold[i] {
+                    t.left[i] as usize
+                } else {
+                    t.right[i] as usize
+                };
+            }
+            m.iter_mut().zip(&t.value[i]).for_each(|(a, b)| *a += b);
+        }
+        m
+    }
+
     /// A valid two-tree artifact: region 3 leans to route_b.
     pub const TINY_ARTIFACT: &str = r#"{
       "format_version": 1, "model_version": "tiny-test", "encoder_version": 1,
@@ -653,7 +674,7 @@ pub mod tests_support {
 
 #[cfg(test)]
 mod tests {
-    use super::tests_support::TINY_ARTIFACT;
+    use super::tests_support::{reference_margins, TINY_ARTIFACT};
     use super::*;
     use crate::features::encode;
 
@@ -754,24 +775,6 @@ mod tests {
             Model::from_json(&text),
             Err(ArtifactError::NonFinite(_))
         ));
-    }
-
-    /// The artifact's definition of a tree, walked node by node (no re-layout).
-    fn reference_margins(a: &Artifact, x: &Features) -> [f64; NUM_ACTIONS] {
-        let mut m = [0.0; NUM_ACTIONS];
-        m.copy_from_slice(&a.model.base_score);
-        for t in &a.model.trees {
-            let mut i = 0;
-            while t.feature[i] >= 0 {
-                i = if x[t.feature[i] as usize] <= t.threshold[i] {
-                    t.left[i] as usize
-                } else {
-                    t.right[i] as usize
-                };
-            }
-            m.iter_mut().zip(&t.value[i]).for_each(|(a, b)| *a += b);
-        }
-        m
     }
 
     #[test]

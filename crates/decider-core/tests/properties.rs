@@ -16,7 +16,9 @@
 //!   valid body: same state, or the same error.
 
 use decider_core::model::{
-    argmax, softmax, tests_support::TINY_ARTIFACT, Artifact, FeatureRanges, Tree,
+    argmax, softmax,
+    tests_support::{reference_margins, TINY_ARTIFACT},
+    Artifact, FeatureRanges, Tree,
 };
 use decider_core::policy::{ModelError, ModelOutput, ProbabilityMap, Shadow};
 use decider_core::rules::{Condition, Rule, RuleTableSpec};
@@ -82,28 +84,22 @@ fn near_body() -> impl Strategy<Value = String> {
         prop::collection::vec((0..9usize, field_token(), prop::bool::weighted(0.05)), 0..9);
     let valid = valid_state().prop_map(|s| s.to_value().to_string());
     let mutated = fields.prop_map(|fs| {
-        const NAMES: [&str; 9] = [
-            "request_type",
-            "region_id",
-            "current_load",
-            "recent_success_rate",
-            "queue_depth",
-            "hour",
-            "regoin_id",
-            "",
-            "Hour",
-        ];
+        // The state's fields, then near misses.
+        let names: Vec<&str> = decider_core::state::STATE_FIELDS
+            .into_iter()
+            .chain(["regoin_id", "", "Hour"])
+            .collect();
         let parts: Vec<String> = fs
             .iter()
             .map(|(k, v, escape)| {
                 let name = if *escape {
                     // The same key, with its first letter escaped.
-                    let n = NAMES[*k];
+                    let n = names[*k];
                     n.chars().next().map_or(String::new(), |c| {
                         format!("\\u{:04x}{}", c as u32, &n[c.len_utf8()..])
                     })
                 } else {
-                    NAMES[*k].to_string()
+                    names[*k].to_string()
                 };
                 format!("\"{name}\": {v}")
             })
@@ -370,24 +366,6 @@ fn any_features() -> impl Strategy<Value = [f64; FEATURE_DIM]> {
             -2.0..2.0f64,
         ]),
     ]
-}
-
-/// The artifact's definition of the trees, walked node by node.
-fn reference_margins(a: &Artifact, x: &[f64; FEATURE_DIM]) -> [f64; NUM_ACTIONS] {
-    let mut m = [0.0; NUM_ACTIONS];
-    m.copy_from_slice(&a.model.base_score);
-    for t in &a.model.trees {
-        let mut i = 0;
-        while t.feature[i] >= 0 {
-            i = if x[t.feature[i] as usize] <= t.threshold[i] {
-                t.left[i] as usize
-            } else {
-                t.right[i] as usize
-            };
-        }
-        m.iter_mut().zip(&t.value[i]).for_each(|(a, b)| *a += b);
-    }
-    m
 }
 
 /// A valid artifact with a generated ensemble, temperature and threshold. Leaves range
