@@ -127,25 +127,9 @@ impl Engine {
     }
 }
 
-/// The seeded states (same generator as the criterion benches).
+/// The seeded states (the criterion benches' inputs too).
 pub fn states() -> Vec<State> {
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut next = move || {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-    };
-    (0..N_STATES)
-        .map(|i| State {
-            request_type: (i % 6) as u8,
-            region_id: (i % 10) as u8,
-            current_load: next() * 1.2,
-            recent_success_rate: next(),
-            queue_depth: (next() * 150.0).floor(),
-            hour: (i % 24) as u8,
-        })
-        .collect()
+    decider_core::model::tests_support::seeded_states(N_STATES)
 }
 
 fn engine() -> Option<&'static Engine> {

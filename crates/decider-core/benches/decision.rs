@@ -34,26 +34,10 @@ fn artifact() -> (String, &'static str) {
     }
 }
 
-/// Seeded states covering every region, request type and hour, loads above 1 included.
+/// Seeded states covering every region, request type and hour (the wasm micro-benchmark's
+/// inputs too).
 fn states() -> Vec<State> {
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut next = move || {
-        // xorshift64*: deterministic, no dependency.
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-    };
-    (0..N_STATES)
-        .map(|i| State {
-            request_type: (i % 6) as u8,
-            region_id: (i % 10) as u8,
-            current_load: next() * 1.2,
-            recent_success_rate: next(),
-            queue_depth: (next() * 150.0).floor(),
-            hour: (i % 24) as u8,
-        })
-        .collect()
+    decider_core::model::tests_support::seeded_states(N_STATES)
 }
 
 fn body(s: &State) -> String {

@@ -634,6 +634,31 @@ pub fn argmax(p: &Probabilities) -> (Action, f64) {
 /// Small artifacts for doctests and unit tests.
 pub mod tests_support {
     use super::{Artifact, Features, NUM_ACTIONS};
+    use crate::state::State;
+
+    /// `n` seeded states covering every region, request type and hour, loads above 1
+    /// included: the inputs of the criterion benches and the wasm micro-benchmark, so their
+    /// numbers are for the same decisions.
+    pub fn seeded_states(n: usize) -> Vec<State> {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move || {
+            // xorshift64*: deterministic, no dependency.
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+        };
+        (0..n)
+            .map(|i| State {
+                request_type: (i % 6) as u8,
+                region_id: (i % 10) as u8,
+                current_load: next() * 1.2,
+                recent_success_rate: next(),
+                queue_depth: (next() * 150.0).floor(),
+                hour: (i % 24) as u8,
+            })
+            .collect()
+    }
 
     /// The artifact's definition of its trees, walked node by node (no re-layout): the
     /// reference the fast walk is tested against.
