@@ -19,10 +19,8 @@
 //! The bodies are the seeded states of `crates/decider-core/benches/decision.rs`, so native
 //! criterion numbers and wasm numbers are for the same inputs.
 
-use decider_core::{
-    decide as policy_decide, Action, Decision, Gates, Inputs, Model, PolicyConfig, RuleTable,
-    State, DEFAULT_RULES_JSON,
-};
+use decider_core::model::tests_support::BenchFixture;
+use decider_core::{Decision, Model, State};
 use serde_json::Value;
 use std::sync::OnceLock;
 
@@ -32,14 +30,20 @@ pub const ARTIFACT_JSON: &str = include_str!("../../../model/decision-model.json
 /// Number of distinct seeded states.
 pub const N_STATES: usize = 256;
 
-/// Model, rules and configuration, built once.
+/// Model, rules and configuration (the core's bench fixture, the criterion benches' too),
+/// and the seeded inputs; built once.
 pub struct Engine {
-    model: Model,
+    fx: BenchFixture,
     shipped: bool,
-    rules: RuleTable,
-    cfg: PolicyConfig,
     bodies: Vec<String>,
     values: Vec<Value>,
+}
+
+impl std::ops::Deref for Engine {
+    type Target = BenchFixture;
+    fn deref(&self) -> &BenchFixture {
+        &self.fx
+    }
 }
 
 static ENGINE: OnceLock<Result<Engine, String>> = OnceLock::new();
@@ -60,7 +64,6 @@ impl Engine {
                 false,
             ),
         };
-        let rules = RuleTable::from_json(DEFAULT_RULES_JSON).map_err(|e| e.to_string())?;
         let bodies: Vec<String> = states()
             .iter()
             .map(|s| serde_json::json!({ "state": s.to_value() }).to_string())
@@ -74,15 +77,8 @@ impl Engine {
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Engine {
-            cfg: PolicyConfig {
-                threshold: model.threshold(),
-                default_action: Action::RouteA,
-                ood_check: true,
-                shadow: false,
-            },
-            model,
+            fx: BenchFixture::new(model).map_err(|e| e.to_string())?,
             shipped,
-            rules,
             bodies,
             values,
         })
@@ -96,34 +92,6 @@ impl Engine {
     /// The seeded request bodies.
     pub fn bodies(&self) -> &[String] {
         &self.bodies
-    }
-
-    /// Validated state → decision (encode, infer, policy).
-    pub fn decide_state(&self, s: &State) -> Decision {
-        self.policy(s, &self.model.outcome(s))
-    }
-
-    /// The policy on a model outcome.
-    pub fn policy(&self, s: &State, outcome: &decider_core::ModelOutcome) -> Decision {
-        policy_decide(
-            Inputs {
-                state: s,
-                outcome,
-                gates: Gates::default(),
-                rules: Some(&self.rules),
-                ranges: Some(self.model.ranges()),
-                model_version: Some(self.model.version()),
-            },
-            &self.cfg,
-        )
-    }
-
-    /// Request body text → decision JSON text (or an error JSON for a bad body).
-    pub fn decide_body(&self, text: &str) -> String {
-        match State::from_body(text.as_bytes(), 12) {
-            Ok(s) => self.decide_state(&s).to_json(),
-            Err(e) => serde_json::json!({"error": e.to_string()}).to_string(),
-        }
     }
 }
 

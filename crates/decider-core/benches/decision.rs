@@ -12,11 +12,8 @@
 //! missing the tiny test artifact is used and the benchmark names say so.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use decider_core::model::tests_support::TINY_ARTIFACT;
-use decider_core::{
-    decide, encode, Decision, Gates, Inputs, Model, ModelOutcome, ModelOutput, PolicyConfig,
-    RuleTable, State, DEFAULT_RULES_JSON,
-};
+use decider_core::model::tests_support::{BenchFixture, TINY_ARTIFACT};
+use decider_core::{encode, Decision, Model, RuleTable, State, DEFAULT_RULES_JSON};
 use serde_json::Value;
 use std::hint::black_box;
 
@@ -44,58 +41,11 @@ fn body(s: &State) -> String {
     serde_json::json!({ "state": s.to_value() }).to_string()
 }
 
-struct Fixture {
-    model: Model,
-    rules: RuleTable,
-    cfg: PolicyConfig,
-}
-
-impl Fixture {
-    fn outcome(&self, s: &State) -> ModelOutcome {
-        match ModelOutput::from_probabilities(self.model.predict(&encode(s))) {
-            Ok(o) => ModelOutcome::Output(o),
-            Err(e) => ModelOutcome::Error(e),
-        }
-    }
-
-    fn policy(&self, s: &State, outcome: &ModelOutcome) -> Decision {
-        decide(
-            Inputs {
-                state: s,
-                outcome,
-                gates: Gates::default(),
-                rules: Some(&self.rules),
-                ranges: Some(self.model.ranges()),
-                model_version: Some(self.model.version()),
-            },
-            &self.cfg,
-        )
-    }
-
-    /// Body text → decision JSON, as the Worker's `/v1/decide` (minus HTTP and logging).
-    fn whole(&self, text: &str) -> String {
-        let s = match State::from_body(text.as_bytes(), 12) {
-            Ok(s) => s,
-            Err(e) => return e.to_string(),
-        };
-        let d = self.policy(&s, &self.outcome(&s));
-        d.to_json()
-    }
-}
-
 fn benches(c: &mut Criterion) {
     let (text, which) = artifact();
     let model = Model::from_json(&text).expect("artifact loads");
-    let fx = Fixture {
-        cfg: PolicyConfig {
-            threshold: model.threshold(),
-            default_action: decider_core::Action::RouteA,
-            ood_check: true,
-            shadow: false,
-        },
-        rules: RuleTable::from_json(DEFAULT_RULES_JSON).expect("default rules load"),
-        model,
-    };
+    // The same fixture and decision as the wasm micro-benchmark (bench/wasm-micro).
+    let fx = BenchFixture::new(model).expect("default rules load");
     let states = states();
     let bodies: Vec<String> = states.iter().map(body).collect();
     let values: Vec<Value> = bodies
@@ -103,7 +53,7 @@ fn benches(c: &mut Criterion) {
         .map(|b| serde_json::from_str::<Value>(b).expect("body parses")["state"].clone())
         .collect();
     let features: Vec<_> = states.iter().map(encode).collect();
-    let outcomes: Vec<_> = states.iter().map(|s| fx.outcome(s)).collect();
+    let outcomes: Vec<_> = states.iter().map(|s| fx.model.outcome(s)).collect();
 
     let mut g = c.benchmark_group(format!("decision/{which}-model"));
     g.throughput(Throughput::Elements(1));
@@ -139,7 +89,9 @@ fn benches(c: &mut Criterion) {
     g.bench_function("serialise", |b| {
         b.iter(|| black_box(&decisions[tick()]).to_json())
     });
-    g.bench_function("whole", |b| b.iter(|| fx.whole(black_box(&bodies[tick()]))));
+    g.bench_function("whole", |b| {
+        b.iter(|| fx.decide_body(black_box(&bodies[tick()])))
+    });
     g.finish();
 
     let mut g = c.benchmark_group(format!("startup/{which}-model"));
