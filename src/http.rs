@@ -6,8 +6,8 @@ use decider_core::Decision;
 use js_sys::futures::JsFuture;
 use js_sys::Uint8Array;
 use serde_json::Value;
+use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
-use web_sys::ReadableStreamDefaultReader;
 use worker::{Headers, Request, Response, ResponseBuilder};
 
 /// A JSON response with `cache-control: no-store` (decisions and health are live data).
@@ -44,60 +44,114 @@ pub fn error(e: &ApiError) -> worker::Result<Response> {
     Ok(resp)
 }
 
+#[wasm_bindgen(module = "/src/glue.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = readBounded)]
+    fn read_bounded(request: &web_sys::Request, max: u32) -> js_sys::Promise;
+
+    #[wasm_bindgen(js_name = serveBody)]
+    fn serve_body_js(
+        request: &web_sys::Request,
+        env: &JsValue,
+        max: u32,
+        answer: &js_sys::Function,
+    ) -> js_sys::Promise;
+
+    #[wasm_bindgen(js_name = decisionResponse, catch)]
+    fn decision_response_js(
+        body: &str,
+        action: &str,
+        source: &str,
+        model_version: &str,
+    ) -> Result<web_sys::Response, JsValue>;
+
+    #[wasm_bindgen(js_name = setDecisionHeaders, catch)]
+    fn set_decision_headers_js(
+        headers: &web_sys::Headers,
+        action: &str,
+        source: &str,
+        model_version: &str,
+    ) -> Result<(), JsValue>;
+}
+
+/// The `x-decision-model-version` value of a decision.
+fn model_version_header(d: &Decision) -> &str {
+    d.model_version.as_deref().unwrap_or("none")
+}
+
 /// Sets the `x-decision-*` headers of a decision on a header map.
 pub fn set_decision_headers(headers: &Headers, d: &Decision) -> worker::Result<()> {
-    headers.set("x-decision-action", d.action.name())?;
-    headers.set("x-decision-source", d.source.name())?;
-    headers.set(
-        "x-decision-model-version",
-        d.model_version.as_deref().unwrap_or("none"),
-    )?;
-    Ok(())
+    set_decision_headers_js(
+        &headers.0,
+        d.action.name(),
+        d.source.name(),
+        model_version_header(d),
+    )
+    .map_err(worker::Error::from)
+}
+
+/// The 200 answer to `POST /v1/decide`: the decision's JSON text with the JSON API's
+/// headers and the `x-decision-*` headers, built in one call into JS.
+///
+/// # Errors
+/// When the runtime refuses a header value (a Workers AI model name that is not one).
+pub fn decision_response(body: &str, d: &Decision) -> worker::Result<web_sys::Response> {
+    decision_response_js(
+        body,
+        d.action.name(),
+        d.source.name(),
+        model_version_header(d),
+    )
+    .map_err(worker::Error::from)
 }
 
 /// Reads a request body of at most [`MAX_BODY_BYTES`], refusing an over-long declared
 /// `content-length` before reading and stopping as soon as the limit is passed.
 ///
-/// The body is read through the stream's default reader, chunk by chunk, whatever the
-/// declared length says: a service-binding caller can declare a length its stream does not
-/// keep, and `arrayBuffer()` would buffer all of it before any check. The reader is never
-/// released: releasing it rejects its `closed` promise with a `TypeError` whose stack trace
-/// runs through the wasm frames. wasm-streams (behind `Request::stream`) releases on drop,
-/// and that error was the largest single cost of a decision request's glue (measured).
+/// The read loop runs in JS (`readBounded` in src/glue.js): it reads through the stream's
+/// default reader whatever the declared length says (a service-binding caller can declare
+/// a length its stream does not keep, and `arrayBuffer()` would buffer all of it before any
+/// check), and never releases the reader (releasing rejects its `closed` promise with a
+/// `TypeError` whose stack capture was once the largest cost of a decision's glue).
 ///
 /// # Errors
 /// 413 over the limit, 400 when the body cannot be read.
 pub async fn read_body(req: &mut Request) -> Result<Vec<u8>, ApiError> {
     let declared = req.headers().get("content-length").ok().flatten();
     check_declared_length(declared.as_deref())?;
-    let Some(body) = req.inner().body() else {
-        return Ok(Vec::new());
-    };
-    let reader: ReadableStreamDefaultReader = body.get_reader().unchecked_into();
-    let mut out = Vec::new();
-    loop {
-        let step = JsFuture::from(reader.read())
-            .await
-            .map_err(|_| unreadable())?;
-        let done =
-            js_sys::Reflect::get(&step, &JsValue::from_str("done")).map_err(|_| unreadable())?;
-        if done.is_truthy() {
-            return Ok(out);
-        }
-        let chunk: Uint8Array = js_sys::Reflect::get(&step, &JsValue::from_str("value"))
-            .ok()
-            .and_then(|v| v.dyn_into().ok())
-            .ok_or_else(unreadable)?;
-        let len = chunk.length() as usize;
-        if out.len() + len > MAX_BODY_BYTES {
-            // Stop the sender; the answer does not depend on how cancelling goes.
-            let _ = reader.cancel();
-            return Err(ApiError::payload_too_large(MAX_BODY_BYTES));
-        }
-        let start = out.len();
-        out.resize(start + len, 0);
-        chunk.copy_to(&mut out[start..]);
+    let read = JsFuture::from(read_bounded(req.inner(), max_body()))
+        .await
+        .unwrap_or(JsValue::UNDEFINED);
+    body_bytes(read)
+}
+
+/// [`MAX_BODY_BYTES`] as the JS side takes it.
+fn max_body() -> u32 {
+    u32::try_from(MAX_BODY_BYTES).unwrap_or(u32::MAX)
+}
+
+/// What `readBounded` resolved to, as bytes: null is over the limit, anything else that is
+/// not bytes (undefined: the stream failed) is unreadable.
+///
+/// # Errors
+/// 413 over the limit, 400 when the body could not be read.
+pub fn body_bytes(read: JsValue) -> Result<Vec<u8>, ApiError> {
+    if read.is_null() {
+        return Err(ApiError::payload_too_large(MAX_BODY_BYTES));
     }
+    let bytes: Uint8Array = read.dyn_into().map_err(|_| unreadable())?;
+    Ok(bytes.to_vec())
+}
+
+/// Reads the body of `request` (as [`read_body`] does, in JS) and then calls `answer`
+/// with what was read (see [`body_bytes`]), the request and `env`; resolves to what
+/// `answer` returns. The caller has checked the declared length.
+pub fn serve_body(
+    request: &web_sys::Request,
+    env: &JsValue,
+    answer: &js_sys::Function,
+) -> js_sys::Promise {
+    serve_body_js(request, env, max_body(), answer)
 }
 
 /// 400 `invalid_body`: the body stream failed.

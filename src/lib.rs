@@ -13,7 +13,11 @@
 //! - [`edge`]: request → state fields, canary buckets, origins, failover, header hygiene (pure).
 //! - [`route`], [`proxy`], [`signals`]: edge routing, proxying with failover, KV signals and admin.
 //! - [`analytics`]: one Analytics Engine data point per decision, when bound.
-//! - [`http`], [`clock`]: Worker glue (responses, bounded body reads, the JS clock).
+//! - [`http`], [`clock`]: Worker glue (responses, bounded body reads, the JS clock); the
+//!   parts that would cross between wasm and JS call by call are written in JS, in
+//!   `src/glue.js` (a body read loop, one-call responses), and imported through wasm-bindgen.
+//! - [`fetch`]: the exported handler; `POST /v1/decide` with the embedded model takes a fast
+//!   path without Rust futures, everything else the async router.
 //!
 //! # Routes
 //! - `POST /v1/decide` — `{"state": {…}}` → decision JSON and `x-decision-*` headers.
@@ -41,10 +45,15 @@ use config::{Config, VAR_NAMES};
 use decider_core::{encode, Gates, ENCODER_VERSION};
 use engine::{Engine, ModelHandle};
 use error::ApiError;
+use futures_util::FutureExt;
+use js_sys::Promise;
 use serde_json::json;
 use std::cell::RefCell;
 use std::rc::Rc;
-use worker::{event, Context, Env, Method, Request, Response};
+use wasm_bindgen::prelude::{wasm_bindgen, Closure};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::future_to_promise;
+use worker::{event, wasm_bindgen_futures, Context, Env, Method, Request, Response};
 
 /// Raw variable values (in [`VAR_NAMES`] order) and the configuration parsed from them.
 type CachedConfig = (Vec<Option<String>>, Rc<Config>);
@@ -123,19 +132,118 @@ fn start() {
     let _ = engine::embedded();
 }
 
-#[event(fetch)]
-async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
+/// The fetch handler, as `#[event(fetch)]` would export it, with one fast path in front.
+///
+/// `POST /v1/decide` with an embedded model answers through `decide_fast`: its only I/O
+/// is reading the body, which JS does before calling back into Rust once, so no Rust
+/// future, task queue or per-await closure is involved. Everything else (and a Workers AI
+/// backend, which awaits the model) goes through the async router, `handle`.
+#[wasm_bindgen]
+pub fn fetch(req: web_sys::Request, env: Env, ctx: worker::worker_sys::Context) -> Promise {
+    if let Some(answer) = decide_fast(&req, &env) {
+        return answer;
+    }
+    future_to_promise(async move {
+        let resp = handle(Request::from(req), env, Context::new(ctx)).await;
+        Ok(JsValue::from(resp?))
+    })
+}
+
+/// The router behind [`fetch`]; an internal failure is logged and answered 500.
+async fn handle(req: Request, env: Env, _ctx: Context) -> Result<web_sys::Response, JsValue> {
     let cfg = config(&env);
     let engine = Engine::new(&cfg, &env);
     match route(req, &env, &engine).await {
         Ok(resp) => Ok(resp),
-        Err(e) => {
-            log::emit(
-                &json!({"ts": clock::iso_now(), "event": "internal_error", "error": e.to_string()}),
-            );
-            http::error(&ApiError::internal())
-        }
+        Err(e) => Ok(internal_error(&e.to_string())?),
     }
+}
+
+/// Logs an internal failure and answers 500 `internal`.
+fn internal_error(why: &str) -> worker::Result<web_sys::Response> {
+    log::emit(&json!({"ts": clock::iso_now(), "event": "internal_error", "error": why}));
+    http::error(&ApiError::internal()).map(Into::into)
+}
+
+/// An API error as a response (an internal failure when even that cannot be built).
+fn error_response(e: &ApiError) -> Result<web_sys::Response, JsValue> {
+    match http::error(e) {
+        Ok(resp) => Ok(resp.into()),
+        Err(err) => Ok(internal_error(&err.to_string())?),
+    }
+}
+
+/// The fast path of [`fetch`] for `POST /v1/decide`, or `None` when the request is
+/// anything else or the model is Workers AI. Its answers are the router's: the same
+/// checks in the same order (content type, declared length, then the body), the same
+/// decision code ([`decide_body`]), the same errors.
+fn decide_fast(req: &web_sys::Request, env: &Env) -> Option<Promise> {
+    if req.method() != "POST" || !is_decide_url(&req.url()) {
+        return None;
+    }
+    let cfg = config(env);
+    if matches!(Engine::new(&cfg, env).model, ModelHandle::WorkersAi(_)) {
+        return None;
+    }
+    let headers = req.headers();
+    let header = |name: &str| headers.get(name).ok().flatten();
+    let checked = body::check_json_content_type(header("content-type").as_deref())
+        .and_then(|()| body::check_declared_length(header("content-length").as_deref()));
+    if let Err(e) = checked {
+        return Some(match error_response(&e) {
+            Ok(resp) => Promise::resolve(&JsValue::from(resp)),
+            Err(err) => Promise::reject(&err),
+        });
+    }
+    Some(DECIDE_ANSWER.with(|answer| http::serve_body(req, env, answer.as_ref().unchecked_ref())))
+}
+
+/// The closure `serveBody` (src/glue.js) calls with the body of a fast-path request.
+type AnswerFn = dyn Fn(JsValue, web_sys::Request, Env) -> Result<web_sys::Response, JsValue>;
+
+thread_local! {
+    /// Made once per isolate and kept: a closure per request would cost what the fast path saves.
+    static DECIDE_ANSWER: Closure<AnswerFn> = Closure::new(answer_decide);
+}
+
+/// The second half of the fast path: the body has been read.
+fn answer_decide(
+    read: JsValue,
+    req: web_sys::Request,
+    env: Env,
+) -> Result<web_sys::Response, JsValue> {
+    let cfg = config(&env);
+    let engine = Engine::new(&cfg, &env);
+    let request_id = req.headers().get("cf-ray").ok().flatten();
+    let answer = http::body_bytes(read).map(|bytes| {
+        // An embedded (or unavailable) model does no I/O, so this future is ready at once.
+        decide_body(&bytes, request_id.as_deref(), &env, &engine)
+            .now_or_never()
+            .unwrap_or_else(|| Err(ApiError::internal()))
+    });
+    match answer.and_then(|r| r) {
+        Ok(resp) => Ok(resp),
+        Err(e) => error_response(&e),
+    }
+}
+
+/// Whether a serialised request URL's path is exactly `/v1/decide` (the fast path's test;
+/// any other spelling goes through the router, which answers it as before).
+fn is_decide_url(url: &str) -> bool {
+    let Some(scheme_end) = url.find("://") else {
+        return false;
+    };
+    let rest = &url[scheme_end + 3..];
+    // The authority ends at the first `/`, `?` or `#`; only a `/` starts a path.
+    let Some(start) = rest
+        .find(['/', '?', '#'])
+        .filter(|&i| rest.as_bytes()[i] == b'/')
+    else {
+        return false;
+    };
+    let path = &rest[start..];
+    let end = path.find(['?', '#']).unwrap_or(path.len());
+    &path[..end] == "/v1/decide"
 }
 
 /// Whether a path is in the API's `/v1` namespace (any case: `/V1/DECIDE` must not be
@@ -146,15 +254,24 @@ fn is_api_path(path: &str) -> bool {
 }
 
 /// Dispatches a request. Client errors are answered here; `Err` is an internal failure.
-async fn route(mut req: Request, env: &Env, engine: &Engine<'_>) -> worker::Result<Response> {
+async fn route(
+    mut req: Request,
+    env: &Env,
+    engine: &Engine<'_>,
+) -> worker::Result<web_sys::Response> {
     let path = req.path();
     if !is_api_path(&path) {
-        return route::handle(req, env, engine).await;
+        return route::handle(req, env, engine).await.map(Into::into);
     }
     let method = req.method();
     let result = match path.as_str() {
         "/v1/decide" => match method {
-            Method::Post => decide(&mut req, env, engine).await,
+            // The hot path answers with a `web_sys::Response` built in one call.
+            Method::Post => {
+                return decide(&mut req, env, engine)
+                    .await
+                    .or_else(|e| http::error(&e).map(Into::into))
+            }
             m => Err(ApiError::method_not_allowed(m.as_ref(), "POST")),
         },
         "/v1/health" => match method {
@@ -169,37 +286,55 @@ async fn route(mut req: Request, env: &Env, engine: &Engine<'_>) -> worker::Resu
         _ => Err(ApiError::not_found(&path)),
     };
     match result {
-        Ok(resp) => Ok(resp),
-        Err(e) => http::error(&e),
+        Ok(resp) => Ok(resp.into()),
+        Err(e) => http::error(&e).map(Into::into),
     }
 }
 
 /// Reads and validates a `{"state": …}` body (content type, size, schema).
 async fn read_state(req: &mut Request) -> Result<decider_core::State, ApiError> {
-    let ct = req.headers().get("content-type").ok().flatten();
-    body::check_json_content_type(ct.as_deref())?;
-    let bytes = http::read_body(req).await?;
+    let bytes = read_json_body(req).await?;
     body::parse_state_body(&bytes, clock::utc_hour())
 }
 
-/// `POST /v1/decide`.
-async fn decide(req: &mut Request, env: &Env, engine: &Engine<'_>) -> Result<Response, ApiError> {
-    let state = read_state(req).await?;
-    let (d, detail) = engine.decide(&state, Gates::default()).await;
+/// Reads a JSON API body: content type, size limit.
+async fn read_json_body(req: &mut Request) -> Result<Vec<u8>, ApiError> {
+    let ct = req.headers().get("content-type").ok().flatten();
+    body::check_json_content_type(ct.as_deref())?;
+    http::read_body(req).await
+}
+
+/// `POST /v1/decide` through the router (a Workers AI backend; see [`decide_fast`]).
+async fn decide(
+    req: &mut Request,
+    env: &Env,
+    engine: &Engine<'_>,
+) -> Result<web_sys::Response, ApiError> {
+    let bytes = read_json_body(req).await?;
     let request_id = req.headers().get("cf-ray").ok().flatten();
+    decide_body(&bytes, request_id.as_deref(), env, engine).await
+}
+
+/// Decides a `{"state": …}` body, logs the decision and answers it.
+async fn decide_body(
+    bytes: &[u8],
+    request_id: Option<&str>,
+    env: &Env,
+    engine: &Engine<'_>,
+) -> Result<web_sys::Response, ApiError> {
+    let now = clock::now_ms();
+    let state = body::parse_state_body(bytes, clock::hour_from_ms(now))?;
+    let (d, detail) = engine.decide(&state, Gates::default()).await;
     log::emit_line(&log::decision_line(
-        &clock::iso_now(),
-        request_id.as_deref(),
+        &clock::iso_from_ms(now),
+        request_id,
         log::Endpoint::Decide,
         &d,
         detail.as_deref(),
     ));
     analytics::write(env, &d);
     // Fields in the documented order (DESIGN §5), byte for byte serde_json's output.
-    let body = d.to_json();
-    let resp = http::json_text(200, body).map_err(|_| ApiError::internal())?;
-    http::set_decision_headers(resp.headers(), &d).map_err(|_| ApiError::internal())?;
-    Ok(resp)
+    http::decision_response(&d.to_json(), &d).map_err(|_| ApiError::internal())
 }
 
 /// `GET /v1/health`.
@@ -242,7 +377,30 @@ async fn debug_encode(req: &mut Request) -> Result<Response, ApiError> {
 
 #[cfg(test)]
 mod tests {
-    use super::is_api_path;
+    use super::{is_api_path, is_decide_url};
+
+    #[test]
+    fn fast_path_takes_exactly_the_decide_path() {
+        for u in [
+            "http://localhost/v1/decide",
+            "https://a.example:8443/v1/decide?x=/v1/y",
+            "http://127.0.0.1:8787/v1/decide#f",
+        ] {
+            assert!(is_decide_url(u), "{u}");
+        }
+        for u in [
+            "http://localhost/v1/decide/",
+            "http://localhost/V1/DECIDE",
+            "http://localhost/v1/decidex",
+            "http://localhost/x/v1/decide",
+            "http://localhost/v1/%64ecide",
+            "http://localhost?/v1/decide",
+            "/v1/decide",
+            "",
+        ] {
+            assert!(!is_decide_url(u), "{u}");
+        }
+    }
 
     #[test]
     fn api_namespace_is_case_insensitive() {
