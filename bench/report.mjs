@@ -75,6 +75,10 @@ if (s0) {
   p(`| p99 edge-decider / empty Worker at ${belowKnee}/s${belowNote} | ${f(rOursFloorP99, 3)} (${ms(s0.ours.p99_us)} ms / ${ms(s0.floor.p99_us)} ms) | ≤ 1.15 | ${verdict(rOursFloorP99 <= 1.15)} |`);
   p(`| p99 edge-decider / plain-JS Worker at ${belowKnee}/s${belowNote} | ${f(rOursJsP99, 3)} (${ms(s0.ours.p99_us)} ms / ${ms(s0.js.p99_us)} ms) | ≤ 1.00 | ${verdict(rOursJsP99 <= 1.0)} |`);
 }
+if (s0 && s0.ours.workerd_cpu_us) {
+  const cpu = (n) => s0[n].workerd_cpu_us;
+  p(`| workerd CPU per request at ${belowKnee}/s, edge-decider / empty Worker; / plain-JS Worker | ${f(ratio(cpu("ours"), cpu("floor")), 3)}; ${f(ratio(cpu("ours"), cpu("js")), 3)} (${f(cpu("ours"), 0)} / ${f(cpu("floor"), 0)} / ${f(cpu("js"), 0)} µs) | – | measured |`);
+}
 if (agree) {
   p(`| \`decider loadtest\` / oha, p50 at ${agree.rate}/s (concurrent) | ${f(agree.p50_ratio, 3)} | 0.90 – 1.10 | ${verdict(Math.abs(agree.p50_ratio - 1) <= agree.tolerance)} |`);
   p(`| \`decider loadtest\` / oha, p99 at ${agree.rate}/s (concurrent) | ${f(agree.p99_ratio, 3)} | 0.90 – 1.10 | ${verdict(Math.abs(agree.p99_ratio - 1) <= agree.tolerance)} |`);
@@ -93,20 +97,25 @@ if (side) {
   p(`Runtime: ${side.runtime}, one workerd per Worker, all three up for the whole run. Load generator: \`decider loadtest\``);
   p(`(open loop, latency from the scheduled send time), ${side.duration} per measurement after a ${side.warmup} warmup,`);
   p(`${side.rounds} rounds per rate with the order of the Workers rotated each round; each cell is the median over the rounds.`);
+  p("The p99 range is the lowest and highest per-round p99: how far one round's tail moves on this machine.");
+  p("CPU µs/req is the workerd process's CPU time (all threads, /proc schedstat) per request, the work behind the");
+  p("latencies; both edge-decider and the JS Worker also write one log line per decision, the empty Worker none.");
   p(`Request: \`POST /v1/decide\` with \`${JSON.stringify(side.body)}\`.`);
   p();
   for (const rate of side.rates) {
     const s = side.summary[rate];
     p(`### ${rate} requests/s`);
     p();
-    p("| Worker | p50 ms | p99 ms | achieved/s | errors | p50 ratio ours/this | p99 ratio ours/this | x-decision-source |");
-    p("|---|---|---|---|---|---|---|---|");
+    p("| Worker | p50 ms | p99 ms | p99 range ms | CPU µs/req | achieved/s | errors | p50 ratio ours/this | p99 ratio ours/this | CPU ratio ours/this | x-decision-source |");
+    p("|---|---|---|---|---|---|---|---|---|---|---|");
     for (const n of ["ours", "floor", "js"]) {
       const r = s[n];
       const src = Object.entries(r.sources ?? {}).map(([k, v]) => `${k} ${v}`).join(", ");
       const rp50 = n === "ours" ? "–" : f(ratio(s.ours.p50_us, r.p50_us), 3);
       const rp99 = n === "ours" ? "–" : f(ratio(s.ours.p99_us, r.p99_us), 3);
-      p(`| ${side.labels[n]} | ${ms(r.p50_us)} | ${ms(r.p99_us)} | ${f(r.achieved, 1)} | ${r.errors} | ${rp50} | ${rp99} | ${src} |`);
+      const rcpu = n === "ours" ? "–" : f(ratio(s.ours.workerd_cpu_us, r.workerd_cpu_us), 3);
+      const range = r.p99_us_min !== undefined ? `${ms(r.p99_us_min)} – ${ms(r.p99_us_max)}` : "–";
+      p(`| ${side.labels[n]} | ${ms(r.p50_us)} | ${ms(r.p99_us)} | ${range} | ${f(r.workerd_cpu_us, 0)} | ${f(r.achieved, 1)} | ${r.errors} | ${rp50} | ${rp99} | ${rcpu} | ${src} |`);
     }
     p();
   }

@@ -2,22 +2,17 @@
 // Worker, each in its own workerd (Miniflare, the runtime `wrangler dev` uses), driven by
 // the same load generator (`decider loadtest`) at the same fixed rates, interleaved round
 // by round so machine noise falls on all three alike; then a step ramp for each knee, then
-// cold starts (a fresh workerd to its first decision), then wasm sizes.
+// cold starts (a fresh workerd to its first decision), then wasm sizes. Each fixed-rate
+// measurement also reads the workerd process's CPU time, reported per request: unlike a
+// p99, it counts work rather than waiting, so machine noise moves it far less.
 //
 // usage: node bench/side_by_side.mjs --loadtest PATH [--out FILE]
-//   env: BENCH_RATES="100,400"  BENCH_DURATION=5s  BENCH_WARMUP=1s  BENCH_ROUNDS=5
+//   env: BENCH_RATES="100,400"  BENCH_DURATION=5s  BENCH_WARMUP=1s  BENCH_ROUNDS=9
 //        BENCH_STEP=200:3000:200  BENCH_STEP_DURATION=2s  BENCH_P99_LIMIT=50ms  BENCH_COLD=5
-import { Miniflare } from "miniflare";
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
-import { fileURLToPath } from "node:url";
 import path from "node:path";
-
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, "..");
-const COMPAT_DATE = "2026-04-20";
+import { BODY_FILE, HERE, ROOT, WORKERS, loadtest as run, measure, median, start } from "./workers.mjs";
 
 function arg(name, dflt) {
   const i = process.argv.indexOf(`--${name}`);
@@ -32,64 +27,13 @@ const env = (k, d) => process.env[k] ?? d;
 const RATES = env("BENCH_RATES", "100,400").split(",").map(Number);
 const DURATION = env("BENCH_DURATION", "5s");
 const WARMUP = env("BENCH_WARMUP", "1s");
-const ROUNDS = Number(env("BENCH_ROUNDS", "5"));
+const ROUNDS = Number(env("BENCH_ROUNDS", "9"));
 const STEP = env("BENCH_STEP", "200:3000:200");
 const STEP_DURATION = env("BENCH_STEP_DURATION", "2s");
 const P99_LIMIT = env("BENCH_P99_LIMIT", "50ms");
 const COLD = Number(env("BENCH_COLD", "5"));
-const BODY_FILE = path.join(HERE, "state.json");
 const log = (...a) => console.error("[side-by-side]", ...a);
-
-const wasmRule = [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }];
-const WORKERS = {
-  ours: {
-    label: "edge-decider (Rust/wasm)",
-    wasm: path.join(ROOT, "build/index_bg.wasm"),
-    options: () => ({
-      modules: true,
-      scriptPath: path.join(ROOT, "build/index.js"),
-      modulesRules: wasmRule,
-      // The defaults of wrangler.toml's [vars].
-      bindings: { DECISION_BACKEND: "embedded", AI_TIMEOUT_MS: "25", DEFAULT_ACTION: "route_a", OOD_CHECK: "true", SHADOW: "false" },
-    }),
-  },
-  floor: {
-    label: "empty workers-rs Worker (floor)",
-    wasm: path.join(HERE, "floor-worker/build/index_bg.wasm"),
-    options: () => ({
-      modules: true,
-      scriptPath: path.join(HERE, "floor-worker/build/index.js"),
-      modulesRules: wasmRule,
-    }),
-  },
-  js: {
-    label: "plain JS Worker (same decision by hand)",
-    options: () => ({
-      modules: [
-        { type: "ESModule", path: path.join(HERE, "js-worker/worker.mjs"), contents: readFileSync(path.join(HERE, "js-worker/worker.mjs"), "utf8") },
-        { type: "ESModule", path: path.join(HERE, "js-worker/decide.mjs"), contents: readFileSync(path.join(HERE, "js-worker/decide.mjs"), "utf8") },
-        { type: "Text", path: path.join(HERE, "js-worker/artifact.json.txt"), contents: readFileSync(path.join(ROOT, "model/decision-model.json"), "utf8") },
-        { type: "Text", path: path.join(HERE, "js-worker/rules.json.txt"), contents: readFileSync(path.join(ROOT, "rules/default.json"), "utf8") },
-      ],
-    }),
-  },
-};
 const NAMES = ["ours", "floor", "js"];
-
-async function start(name) {
-  const mf = new Miniflare({
-    host: "127.0.0.1",
-    port: 0,
-    workers: [{ name, compatibilityDate: COMPAT_DATE, ...WORKERS[name].options() }],
-    // Drain workerd's output (one log line per decision) without printing it.
-    handleRuntimeStdio(stdout, stderr) {
-      stdout.resume();
-      stderr.resume();
-    },
-  });
-  const url = await mf.ready;
-  return { mf, url: new URL("/v1/decide", url).href };
-}
 
 const body = readFileSync(BODY_FILE, "utf8");
 async function decideOnce(url) {
@@ -101,20 +45,7 @@ async function decideOnce(url) {
   return { ms, source: r.headers.get("x-decision-source"), json: JSON.parse(text) };
 }
 
-// Asynchronous on purpose: workerd writes a log line per decision to a pipe this process
-// drains, so blocking the event loop while the generator runs would stall the Workers.
-const execFileAsync = promisify(execFile);
-async function loadtest(url, extra) {
-  const args = ["--url", url, "--body", BODY_FILE, "--json", "--connections", "32", "--timeout", "2s", ...extra];
-  const { stdout } = await execFileAsync(LOADTEST, args, { encoding: "utf8", maxBuffer: 1 << 24 });
-  return JSON.parse(stdout);
-}
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const n = s.length;
-  return n === 0 ? null : n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-};
+const loadtest = (url, extra) => run(LOADTEST, url, extra);
 
 // ---- fixed rates, interleaved ------------------------------------------------------------
 const running = {};
@@ -130,10 +61,9 @@ for (const rate of RATES) {
     // Rotate the order each round so no Worker always runs first or last.
     const order = NAMES.map((_, i) => NAMES[(i + round) % NAMES.length]);
     for (const n of order) {
-      const r = await loadtest(running[n].url, ["--rate", String(rate), "--duration", DURATION, "--warmup", WARMUP]);
-      const s = r.steps[0];
+      const s = await measure(LOADTEST, running[n], ["--rate", String(rate), "--duration", DURATION, "--warmup", WARMUP]);
       fixed[rate][n].push(s);
-      log(`rate ${rate}/s round ${round + 1} ${n}: p50 ${s.latency?.p50_us} µs p99 ${s.latency?.p99_us} µs errors ${JSON.stringify(s.errors)}`);
+      log(`rate ${rate}/s round ${round + 1} ${n}: p50 ${s.latency?.p50_us} µs p99 ${s.latency?.p99_us} µs cpu ${s.workerd_cpu_us?.toFixed(1)} µs/req errors ${JSON.stringify(s.errors)}`);
     }
   }
 }
@@ -182,6 +112,9 @@ for (const rate of RATES) {
     summary[rate][n] = {
       p50_us: median(steps.map((s) => s.latency?.p50_us)),
       p99_us: median(steps.map((s) => s.latency?.p99_us)),
+      p99_us_min: Math.min(...steps.map((s) => s.latency?.p99_us ?? Infinity)),
+      p99_us_max: Math.max(...steps.map((s) => s.latency?.p99_us ?? -Infinity)),
+      workerd_cpu_us: median(steps.map((s) => s.workerd_cpu_us)),
       achieved: median(steps.map((s) => s.achieved_rate)),
       errors: steps.reduce((a, s) => a + Object.values(s.errors).reduce((x, y) => x + y, 0), 0),
       sources: steps.at(-1).sources,

@@ -1,0 +1,44 @@
+// Quick A/B of Worker builds by CPU per request: each Worker (or another build of
+// edge-decider, `ours=DIR/index.js`) in its own workerd, loaded at a fixed rate round by
+// round; prints the workerd CPU time per request (all threads) and p50/p99, medians over
+// the rounds. `make bench` reports the same CPU measure for the three Workers.
+//
+// usage: node bench/cpu_probe.mjs --loadtest PATH [--rate 400] [--duration 6s] [--rounds 5]
+//          [--only ours,floor,js,ours=bench/.ab/base/index.js]
+import path from "node:path";
+import { ROOT, WORKERS, loadtest, measure, median, start } from "./workers.mjs";
+
+const arg = (n, d) => {
+  const i = process.argv.indexOf(`--${n}`);
+  return i >= 0 ? process.argv[i + 1] : d;
+};
+const LOADTEST = arg("loadtest");
+if (!LOADTEST) {
+  console.error("usage: node bench/cpu_probe.mjs --loadtest PATH [--rate N] [--duration D] [--rounds N] [--only LIST]");
+  process.exit(2);
+}
+const RATE = arg("rate", "400");
+const DURATION = arg("duration", "6s");
+const ROUNDS = Number(arg("rounds", "5"));
+const names = arg("only", "ours,floor,js").split(",");
+
+const up = {};
+for (const n of names) {
+  const [kind, script] = n.split("=");
+  const options = script ? WORKERS.ours.options(path.resolve(ROOT, script)) : WORKERS[kind].options();
+  up[n] = await start(kind, n, options);
+  await loadtest(LOADTEST, up[n].url, ["--rate", RATE, "--duration", "2s", "--warmup", "0s"]);
+}
+const res = Object.fromEntries(names.map((n) => [n, []]));
+for (let r = 0; r < ROUNDS; r++) {
+  for (const n of names) {
+    const s = await measure(LOADTEST, up[n], ["--rate", RATE, "--duration", DURATION, "--warmup", "1s"]);
+    res[n].push(s);
+    console.error(`round ${r + 1} ${n}: cpu ${s.workerd_cpu_us?.toFixed(1)} µs/req p50 ${s.latency?.p50_us} p99 ${s.latency?.p99_us}`);
+  }
+}
+for (const n of names) {
+  const m = (f) => median(res[n].map(f));
+  console.log(`${n}: workerd CPU ${m((s) => s.workerd_cpu_us)?.toFixed(1)} µs/req, p50 ${m((s) => s.latency?.p50_us)} µs, p99 ${m((s) => s.latency?.p99_us)} µs (medians of ${ROUNDS})`);
+}
+for (const n of names) await up[n].mf.dispose();

@@ -1,0 +1,130 @@
+// The three Workers of the side-by-side benchmark and how to run one, shared by
+// bench/side_by_side.mjs (make bench) and bench/cpu_probe.mjs (quick A/B of builds).
+import { Miniflare } from "miniflare";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { readFileSync, readdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import path from "node:path";
+
+export const HERE = path.dirname(fileURLToPath(import.meta.url));
+export const ROOT = path.resolve(HERE, "..");
+export const COMPAT_DATE = "2026-04-20";
+export const BODY_FILE = path.join(HERE, "state.json");
+
+const wasmRule = [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }];
+export const WORKERS = {
+  ours: {
+    label: "edge-decider (Rust/wasm)",
+    wasm: path.join(ROOT, "build/index_bg.wasm"),
+    options: (scriptPath = path.join(ROOT, "build/index.js")) => ({
+      modules: true,
+      scriptPath,
+      modulesRules: wasmRule,
+      // The defaults of wrangler.toml's [vars].
+      bindings: { DECISION_BACKEND: "embedded", AI_TIMEOUT_MS: "25", DEFAULT_ACTION: "route_a", OOD_CHECK: "true", SHADOW: "false" },
+    }),
+  },
+  floor: {
+    label: "empty workers-rs Worker (floor)",
+    wasm: path.join(HERE, "floor-worker/build/index_bg.wasm"),
+    options: () => ({
+      modules: true,
+      scriptPath: path.join(HERE, "floor-worker/build/index.js"),
+      modulesRules: wasmRule,
+    }),
+  },
+  js: {
+    label: "plain JS Worker (same decision by hand)",
+    options: () => ({
+      modules: [
+        { type: "ESModule", path: path.join(HERE, "js-worker/worker.mjs"), contents: readFileSync(path.join(HERE, "js-worker/worker.mjs"), "utf8") },
+        { type: "ESModule", path: path.join(HERE, "js-worker/decide.mjs"), contents: readFileSync(path.join(HERE, "js-worker/decide.mjs"), "utf8") },
+        { type: "Text", path: path.join(HERE, "js-worker/artifact.json.txt"), contents: readFileSync(path.join(ROOT, "model/decision-model.json"), "utf8") },
+        { type: "Text", path: path.join(HERE, "js-worker/rules.json.txt"), contents: readFileSync(path.join(ROOT, "rules/default.json"), "utf8") },
+      ],
+    }),
+  },
+};
+
+/** Process ids of this process's children. */
+function children() {
+  try {
+    return readFileSync(`/proc/${process.pid}/task/${process.pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * CPU time a process has run so far, all threads, in nanoseconds (/proc/PID/task/T/schedstat);
+ * null when it cannot be read (not Linux, process gone).
+ */
+export function cpuNs(pid) {
+  if (!pid) return null;
+  try {
+    return readdirSync(`/proc/${pid}/task`).reduce((a, t) => {
+      try {
+        return a + Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, "utf8").split(" ")[0]);
+      } catch {
+        return a; // a thread that ended meanwhile
+      }
+    }, 0);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Starts one Worker in its own workerd. `options` overrides the Worker's Miniflare options.
+ * Returns the Miniflare instance, the `/v1/decide` URL and the workerd process id.
+ */
+export async function start(name, label = name, options = WORKERS[name].options()) {
+  const before = new Set(children());
+  const mf = new Miniflare({
+    host: "127.0.0.1",
+    port: 0,
+    workers: [{ name: label.replace(/[^a-z0-9-]/gi, "-"), compatibilityDate: COMPAT_DATE, ...options }],
+    // Drain workerd's output (one log line per decision) without printing it.
+    handleRuntimeStdio(stdout, stderr) {
+      stdout.resume();
+      stderr.resume();
+    },
+  });
+  const url = await mf.ready;
+  const pid = children().find((p) => !before.has(p)) ?? null;
+  return { mf, url: new URL("/v1/decide", url).href, pid };
+}
+
+// Asynchronous on purpose: workerd writes a log line per decision to a pipe this process
+// drains, so blocking the event loop while the generator runs would stall the Workers.
+const execFileAsync = promisify(execFile);
+
+/** Runs the load generator against `url` and returns its `--json` report. */
+export async function loadtest(loadtestBin, url, extra) {
+  const args = ["--url", url, "--body", BODY_FILE, "--json", "--connections", "32", "--timeout", "2s", ...extra];
+  const { stdout } = await execFileAsync(loadtestBin, args, { encoding: "utf8", maxBuffer: 1 << 24 });
+  return JSON.parse(stdout);
+}
+
+/**
+ * One fixed-rate measurement of a running Worker: the load generator's step report plus
+ * `workerd_cpu_us`, the workerd process's CPU time (all threads) per request. The CPU time
+ * spans the warmup too, so the requests counted are the measured ones plus the warmup's
+ * (sent at the same rate).
+ */
+export async function measure(loadtestBin, w, extra) {
+  const c0 = cpuNs(w.pid);
+  const r = await loadtest(loadtestBin, w.url, extra);
+  const c1 = cpuNs(w.pid);
+  const s = r.steps[0];
+  const requests = s.responses + s.target_rate * (r.warmup_s ?? 0);
+  s.workerd_cpu_us = c0 !== null && c1 !== null && requests > 0 ? (c1 - c0) / 1e3 / requests : null;
+  return s;
+}
+
+export const median = (xs) => {
+  const s = xs.filter((x) => x !== null && x !== undefined).sort((a, b) => a - b);
+  const n = s.length;
+  return n === 0 ? null : n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+};
