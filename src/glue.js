@@ -31,11 +31,20 @@ export async function readBounded(request, max) {
     // not a byte stream
   }
   if (byob && typeof byob.readAtLeast === "function") return readAtMost(byob, max);
-  const reader = byob ?? body.getReader();
+  if (byob) {
+    // Another runtime's BYOB reader: read chunk by chunk with a default reader instead.
+    byob.closed.catch(() => {});
+    byob.releaseLock();
+  }
+  return readChunks(body.getReader(), max);
+}
+
+// `readBounded` chunk by chunk.
+async function readChunks(reader, max) {
   const chunks = [];
   let total = 0;
   for (;;) {
-    const { done, value } = await (byob ? reader.read(new Uint8Array(max + 1 - Math.min(total, max))) : reader.read());
+    const { done, value } = await reader.read();
     if (done) break;
     if (!(value instanceof Uint8Array)) throw new TypeError("request body chunk is not bytes");
     total += value.byteLength;
@@ -52,21 +61,14 @@ export async function readBounded(request, max) {
   return out;
 }
 
-// `readBounded` with `readAtLeast`: fills one buffer of max + 1 bytes.
+// `readBounded` with `readAtLeast`: one read into a buffer of max + 1 bytes. It answers
+// short of that only at the end of the stream, so short means the whole body; full means
+// the body is over the limit.
 async function readAtMost(reader, max) {
-  let buffer = new ArrayBuffer(max + 1);
-  let got = 0;
-  for (;;) {
-    const free = buffer.byteLength - got;
-    const { done, value } = await reader.readAtLeast(free, new Uint8Array(buffer, got, free));
-    if (value) {
-      buffer = value.buffer; // the view handed in was transferred
-      got += value.byteLength;
-    }
-    if (got > max) return cancelled(reader);
-    // Short of what was asked for (or done): the stream has ended.
-    if (done || !value || value.byteLength < free) return new Uint8Array(buffer, 0, got);
-  }
+  const view = new Uint8Array(max + 1);
+  const { value } = await reader.readAtLeast(view.byteLength, view);
+  if (value && value.byteLength > max) return cancelled(reader);
+  return value ?? new Uint8Array(0);
 }
 
 // Stops the sender of a body over the limit; the answer does not depend on how cancelling goes.
