@@ -50,8 +50,8 @@ const mf = new Miniflare({
     {
       name: "decider",
       modules: true,
-      scriptPath: path.join(ROOT, "build/index.js"),
-      modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
+      scriptPath: path.join(ROOT, "build/entry.mjs"),
+      modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }, { type: "ESModule", include: ["**/*.js"] }],
       compatibilityDate: "2026-04-20",
       bindings: { DECISION_BACKEND: "embedded", AI_TIMEOUT_MS: "25", DEFAULT_ACTION: "route_a", OOD_CHECK: "true", SHADOW: "false" },
     },

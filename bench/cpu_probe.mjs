@@ -1,10 +1,10 @@
-// Quick A/B of Worker builds by CPU per request: each Worker (or another build of
-// edge-decider, `ours=DIR/index.js`) in its own workerd, loaded at a fixed rate round by
+// Quick A/B of Worker builds by CPU per request: each Worker (or another build of one,
+// `ours=DIR/index.js`) in its own workerd, loaded at a fixed rate round by
 // round; prints the workerd CPU time per request (all threads) and p50/p99, medians over
 // the rounds. `make bench` reports the same CPU measure for the three Workers.
 //
 // usage: node bench/cpu_probe.mjs --loadtest PATH [--rate 400] [--duration 6s] [--rounds 5]
-//          [--only ours,floor,js,ours=bench/.ab/base/index.js]
+//          [--only ours,floor,js,ours=bench/.ab/base/index.js,floor=DIR/index.js]
 import path from "node:path";
 import { ROOT, WORKERS, loadtest, measure, median, start } from "./workers.mjs";
 
@@ -25,7 +25,8 @@ const names = arg("only", "ours,floor,js").split(",");
 const up = {};
 for (const n of names) {
   const [kind, script] = n.split("=");
-  const options = script ? WORKERS.ours.options(path.resolve(ROOT, script)) : WORKERS[kind].options();
+  const options = WORKERS[kind].options();
+  if (script) options.scriptPath = path.resolve(ROOT, script);
   up[n] = await start(kind, n, options);
   await loadtest(LOADTEST, up[n].url, ["--rate", RATE, "--duration", "2s", "--warmup", "0s"]);
 }

@@ -1,7 +1,8 @@
 // The three Workers of the side-by-side benchmark and how to run one, shared by
 // bench/side_by_side.mjs (make bench) and bench/cpu_probe.mjs (quick A/B of builds).
 import { Miniflare } from "miniflare";
-import { execFile } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
+import { availableParallelism } from "node:os";
 import { promisify } from "node:util";
 import { readFileSync, readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -12,12 +13,13 @@ export const ROOT = path.resolve(HERE, "..");
 export const COMPAT_DATE = "2026-04-20";
 export const BODY_FILE = path.join(HERE, "state.json");
 
-const wasmRule = [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }];
+// The wasm module, and build/index.js (imported by edge-decider's main module) as an ES module.
+const wasmRule = [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }, { type: "ESModule", include: ["**/*.js"] }];
 export const WORKERS = {
   ours: {
     label: "edge-decider (Rust/wasm)",
     wasm: path.join(ROOT, "build/index_bg.wasm"),
-    options: (scriptPath = path.join(ROOT, "build/index.js")) => ({
+    options: (scriptPath = path.join(ROOT, "build/entry.mjs")) => ({
       modules: true,
       scriptPath,
       modulesRules: wasmRule,
@@ -46,6 +48,15 @@ export const WORKERS = {
     }),
   },
 };
+
+// BENCH_PIN=1: the Workers' workerd processes run on the last CPU and everything else
+// (this process, which drains their logs, and the load generator) on the others, so the
+// load generator never preempts the Worker it measures. Needs `taskset` and 2+ CPUs.
+const CPUS = availableParallelism();
+export const PIN = process.env.BENCH_PIN === "1" && CPUS >= 2;
+const SUT_CPU = String(CPUS - 1);
+const REST_CPUS = `0-${CPUS - 2}`;
+if (PIN) execFileSync("taskset", ["-a", "-p", "-c", REST_CPUS, String(process.pid)], { stdio: "ignore" });
 
 /** Process ids of this process's children. */
 function children() {
@@ -93,6 +104,7 @@ export async function start(name, label = name, options = WORKERS[name].options(
   });
   const url = await mf.ready;
   const pid = children().find((p) => !before.has(p)) ?? null;
+  if (PIN && pid) execFileSync("taskset", ["-a", "-p", "-c", SUT_CPU, String(pid)], { stdio: "ignore" });
   return { mf, url: new URL("/v1/decide", url).href, pid };
 }
 
@@ -103,7 +115,8 @@ const execFileAsync = promisify(execFile);
 /** Runs the load generator against `url` and returns its `--json` report. */
 export async function loadtest(loadtestBin, url, extra) {
   const args = ["--url", url, "--body", BODY_FILE, "--json", "--connections", "32", "--timeout", "2s", ...extra];
-  const { stdout } = await execFileAsync(loadtestBin, args, { encoding: "utf8", maxBuffer: 1 << 24 });
+  const [cmd, argv] = PIN ? ["taskset", ["-c", REST_CPUS, loadtestBin, ...args]] : [loadtestBin, args];
+  const { stdout } = await execFileAsync(cmd, argv, { encoding: "utf8", maxBuffer: 1 << 24 });
   return JSON.parse(stdout);
 }
 

@@ -132,7 +132,7 @@ pub struct Config {
     pub ood_check: bool,
     /// `SHADOW`: rules decide, the model's action is logged beside them.
     pub shadow: bool,
-    /// `DEBUG_ENDPOINTS`: enables `POST /v1/debug/encode` (off by default).
+    /// `DEBUG_ENDPOINTS`: enables `POST /v1/debug/encode` and `/v1/debug/trap` (off by default).
     pub debug_endpoints: bool,
     /// `REQUEST_TYPES`: (method, path prefix) → request type.
     pub request_types: RequestTypes,

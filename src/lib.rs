@@ -23,6 +23,8 @@
 //! - `POST /v1/decide` — `{"state": {…}}` → decision JSON and `x-decision-*` headers.
 //! - `GET /v1/health` — model, versions, threshold, rules, routing, configuration errors.
 //! - `PUT|GET /v1/admin/signals` — store / show backend signals (bearer `ADMIN_TOKEN`).
+//! - `POST /v1/debug/trap` — aborts the wasm instance, to test recovery; only with
+//!   `DEBUG_ENDPOINTS=true`.
 //! - `POST /v1/debug/encode` — the encoded features of a state; only with
 //!   `DEBUG_ENDPOINTS=true` (off by default; the end-to-end tests check golden vectors with it).
 //! - Anything else outside `/v1/` — edge routing: decided, then proxied or rejected.
@@ -283,6 +285,10 @@ async fn route(
             Method::Post => debug_encode(&mut req).await,
             m => Err(ApiError::method_not_allowed(m.as_ref(), "POST")),
         },
+        "/v1/debug/trap" if engine.cfg.debug_endpoints => match method {
+            Method::Post => debug_trap(),
+            m => Err(ApiError::method_not_allowed(m.as_ref(), "POST")),
+        },
         _ => Err(ApiError::not_found(&path)),
     };
     match result {
@@ -362,6 +368,13 @@ async fn health(env: &Env, engine: &Engine<'_>) -> worker::Result<Response> {
         "cache_s": engine.cfg.signals_cache_s,
     });
     http::json(200, &report)
+}
+
+/// `POST /v1/debug/trap` (only with `DEBUG_ENDPOINTS=true`): aborts, as a panic does (the
+/// release profile compiles panics to a wasm trap). The end-to-end tests use it to check
+/// that the Worker answers again after one (workers-rs re-instantiates the module).
+fn debug_trap() -> ! {
+    std::process::abort()
 }
 
 /// `POST /v1/debug/encode` (only with `DEBUG_ENDPOINTS=true`).
