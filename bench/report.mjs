@@ -75,6 +75,9 @@ if (s0) {
   p(`| p99 edge-decider / empty Worker at ${belowKnee}/s${belowNote} | ${f(rOursFloorP99, 3)} (${ms(s0.ours.p99_us)} ms / ${ms(s0.floor.p99_us)} ms) | ≤ 1.15 | ${verdict(rOursFloorP99 <= 1.15)} |`);
   p(`| p99 edge-decider / plain-JS Worker at ${belowKnee}/s${belowNote} | ${f(rOursJsP99, 3)} (${ms(s0.ours.p99_us)} ms / ${ms(s0.js.p99_us)} ms) | ≤ 1.00 | ${verdict(rOursJsP99 <= 1.0)} |`);
 }
+if (s0?.floor_b) {
+  p(`| A/A control: p99 of a second empty Worker / the empty Worker at ${belowKnee}/s (same build; the noise band of the p99 ratios above) | ${f(ratio(s0.floor_b.p99_us, s0.floor.p99_us), 3)} (${ms(s0.floor_b.p99_us)} ms / ${ms(s0.floor.p99_us)} ms) | – | measured |`);
+}
 if (s0 && s0.ours.workerd_cpu_us) {
   const cpu = (n) => s0[n].workerd_cpu_us;
   p(`| workerd CPU per request at ${belowKnee}/s, edge-decider / empty Worker; / plain-JS Worker | ${f(ratio(cpu("ours"), cpu("floor")), 3)}; ${f(ratio(cpu("ours"), cpu("js")), 3)} (${f(cpu("ours"), 0)} / ${f(cpu("floor"), 0)} / ${f(cpu("js"), 0)} µs) | – | measured |`);
@@ -96,7 +99,7 @@ if (side) {
   p();
   p(`Runtime: ${side.runtime}, one workerd per Worker, all three up for the whole run. Load generator: \`decider loadtest\``);
   p(`(open loop, latency from the scheduled send time), ${side.duration} per measurement after a ${side.warmup} warmup,`);
-  p(`${side.rounds} rounds per rate with the order of the Workers rotated each round; each cell is the median over the rounds.`);
+  p(`${side.rounds} rounds per rate with the order of the Workers rotated each round (every Worker first loaded, unmeasured, for ${side.prewarm ?? "–"}); each cell is the median over the rounds.`);
   p("The p99 range is the lowest and highest per-round p99: how far one round's tail moves on this machine.");
   p("CPU µs/req is the workerd process's CPU time (all threads, /proc schedstat) per request, the work behind the");
   p("latencies; both edge-decider and the JS Worker also write one log line per decision, the empty Worker none.");
@@ -108,7 +111,7 @@ if (side) {
     p();
     p("| Worker | p50 ms | p99 ms | p99 range ms | CPU µs/req | achieved/s | errors | p50 ratio ours/this | p99 ratio ours/this | CPU ratio ours/this | x-decision-source |");
     p("|---|---|---|---|---|---|---|---|---|---|---|");
-    for (const n of ["ours", "floor", "js"]) {
+    for (const n of ["ours", "floor", "js", "floor_b"].filter((k) => s[k])) {
       const r = s[n];
       const src = Object.entries(r.sources ?? {}).map(([k, v]) => `${k} ${v}`).join(", ");
       const rp50 = n === "ours" ? "–" : f(ratio(s.ours.p50_us, r.p50_us), 3);

@@ -1,13 +1,14 @@
 // Side by side, one run: edge-decider, the empty workers-rs Worker (floor) and the plain-JS
 // Worker, each in its own workerd (Miniflare, the runtime `wrangler dev` uses), driven by
 // the same load generator (`decider loadtest`) at the same fixed rates, interleaved round
-// by round so machine noise falls on all three alike; then a step ramp for each knee, then
+// by round so machine noise falls on all three alike (with a second copy of the empty
+// Worker as an A/A control at the fixed rates); then a step ramp for each knee, then
 // cold starts (a fresh workerd to its first decision), then wasm sizes. Each fixed-rate
 // measurement also reads the workerd process's CPU time, reported per request: unlike a
 // p99, it counts work rather than waiting, so machine noise moves it far less.
 //
 // usage: node bench/side_by_side.mjs --loadtest PATH [--out FILE]
-//   env: BENCH_RATES="100,400"  BENCH_DURATION=5s  BENCH_WARMUP=1s  BENCH_ROUNDS=9
+//   env: BENCH_RATES="100,400"  BENCH_DURATION=5s  BENCH_WARMUP=1s  BENCH_ROUNDS=9  BENCH_PREWARM=3s
 //        BENCH_STEP=200:3000:200  BENCH_STEP_DURATION=2s  BENCH_P99_LIMIT=50ms  BENCH_COLD=5
 import { readFileSync, writeFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
@@ -32,8 +33,11 @@ const STEP = env("BENCH_STEP", "200:3000:200");
 const STEP_DURATION = env("BENCH_STEP_DURATION", "2s");
 const P99_LIMIT = env("BENCH_P99_LIMIT", "50ms");
 const COLD = Number(env("BENCH_COLD", "5"));
+const PREWARM = env("BENCH_PREWARM", "3s");
 const log = (...a) => console.error("[side-by-side]", ...a);
 const NAMES = ["ours", "floor", "js"];
+// The fixed rates also run the A/A control (see WORKERS.floor_b).
+const FIXED = [...NAMES, "floor_b"];
 
 const body = readFileSync(BODY_FILE, "utf8");
 async function decideOnce(url) {
@@ -49,17 +53,20 @@ const loadtest = (url, extra) => run(LOADTEST, url, extra);
 
 // ---- fixed rates, interleaved ------------------------------------------------------------
 const running = {};
-for (const n of NAMES) {
+for (const n of FIXED) {
   running[n] = await start(n);
   const first = await decideOnce(running[n].url);
   log(`${n} up at ${running[n].url} (first answer source=${first.source})`);
 }
+// Warm every Worker before the first round (not measured): V8 compiles hot code in the
+// background during the first seconds of load, and the first round should not pay for it.
+for (const n of FIXED) await loadtest(running[n].url, ["--rate", String(Math.max(...RATES)), "--duration", PREWARM, "--warmup", "0s"]);
 const fixed = {}; // rate -> name -> [step reports]
 for (const rate of RATES) {
-  fixed[rate] = Object.fromEntries(NAMES.map((n) => [n, []]));
+  fixed[rate] = Object.fromEntries(FIXED.map((n) => [n, []]));
   for (let round = 0; round < ROUNDS; round++) {
     // Rotate the order each round so no Worker always runs first or last.
-    const order = NAMES.map((_, i) => NAMES[(i + round) % NAMES.length]);
+    const order = FIXED.map((_, i) => FIXED[(i + round) % FIXED.length]);
     for (const n of order) {
       const s = await measure(LOADTEST, running[n], ["--rate", String(rate), "--duration", DURATION, "--warmup", WARMUP]);
       fixed[rate][n].push(s);
@@ -75,7 +82,7 @@ for (const n of NAMES) {
   knees[n] = { knee: r.knee, steps: r.steps.map((s) => ({ rate: s.target_rate, p50_us: s.latency?.p50_us, p99_us: s.latency?.p99_us, errors: s.errors, achieved: s.achieved_rate })) };
   log(`${n} knee: ${r.knee ? `${r.knee.rate}/s (${r.knee.reason})` : `none up to ${r.steps.at(-1).target_rate}/s`}`);
 }
-for (const n of NAMES) await running[n].mf.dispose();
+for (const n of FIXED) await running[n].mf.dispose();
 
 // ---- cold start: a fresh workerd + isolate to its first decision ------------------------
 const cold = Object.fromEntries(NAMES.map((n) => [n, { total_ms: [], first_request_ms: [], second_request_ms: [] }]));
@@ -107,7 +114,7 @@ sizes.js = { raw: jsAll.length, gzip: gzipSync(jsAll, { level: 9 }).length, note
 const summary = {};
 for (const rate of RATES) {
   summary[rate] = {};
-  for (const n of NAMES) {
+  for (const n of FIXED) {
     const steps = fixed[rate][n];
     summary[rate][n] = {
       p50_us: median(steps.map((s) => s.latency?.p50_us)),
@@ -129,10 +136,11 @@ const result = {
   duration: DURATION,
   warmup: WARMUP,
   rounds: ROUNDS,
+  prewarm: PREWARM,
   step: STEP,
   step_duration: STEP_DURATION,
   p99_limit: P99_LIMIT,
-  labels: Object.fromEntries(NAMES.map((n) => [n, WORKERS[n].label])),
+  labels: Object.fromEntries(FIXED.map((n) => [n, WORKERS[n].label])),
   summary,
   rounds_detail: fixed,
   knees,

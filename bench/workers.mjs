@@ -1,8 +1,7 @@
 // The three Workers of the side-by-side benchmark and how to run one, shared by
 // bench/side_by_side.mjs (make bench) and bench/cpu_probe.mjs (quick A/B of builds).
 import { Miniflare } from "miniflare";
-import { execFile, execFileSync } from "node:child_process";
-import { availableParallelism } from "node:os";
+import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { readFileSync, readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -36,6 +35,12 @@ export const WORKERS = {
       modulesRules: wasmRule,
     }),
   },
+  // The A/A control: the floor again, in its own workerd. Its p99 against the floor's shows
+  // how far two identical Workers land apart in one run: the noise band of the p99 ratios.
+  floor_b: {
+    label: "empty workers-rs Worker, second instance (A/A control)",
+    options: () => WORKERS.floor.options(),
+  },
   js: {
     label: "plain JS Worker (same decision by hand)",
     options: () => ({
@@ -48,15 +53,6 @@ export const WORKERS = {
     }),
   },
 };
-
-// BENCH_PIN=1: the Workers' workerd processes run on the last CPU and everything else
-// (this process, which drains their logs, and the load generator) on the others, so the
-// load generator never preempts the Worker it measures. Needs `taskset` and 2+ CPUs.
-const CPUS = availableParallelism();
-export const PIN = process.env.BENCH_PIN === "1" && CPUS >= 2;
-const SUT_CPU = String(CPUS - 1);
-const REST_CPUS = `0-${CPUS - 2}`;
-if (PIN) execFileSync("taskset", ["-a", "-p", "-c", REST_CPUS, String(process.pid)], { stdio: "ignore" });
 
 /** Process ids of this process's children. */
 function children() {
@@ -104,7 +100,6 @@ export async function start(name, label = name, options = WORKERS[name].options(
   });
   const url = await mf.ready;
   const pid = children().find((p) => !before.has(p)) ?? null;
-  if (PIN && pid) execFileSync("taskset", ["-a", "-p", "-c", SUT_CPU, String(pid)], { stdio: "ignore" });
   return { mf, url: new URL("/v1/decide", url).href, pid };
 }
 
@@ -115,8 +110,7 @@ const execFileAsync = promisify(execFile);
 /** Runs the load generator against `url` and returns its `--json` report. */
 export async function loadtest(loadtestBin, url, extra) {
   const args = ["--url", url, "--body", BODY_FILE, "--json", "--connections", "32", "--timeout", "2s", ...extra];
-  const [cmd, argv] = PIN ? ["taskset", ["-c", REST_CPUS, loadtestBin, ...args]] : [loadtestBin, args];
-  const { stdout } = await execFileAsync(cmd, argv, { encoding: "utf8", maxBuffer: 1 << 24 });
+  const { stdout } = await execFileAsync(loadtestBin, args, { encoding: "utf8", maxBuffer: 1 << 24 });
   return JSON.parse(stdout);
 }
 
