@@ -6,17 +6,9 @@
 // usage: node bench/cpu_probe.mjs --loadtest PATH [--rate 400] [--duration 6s] [--rounds 5]
 //          [--only ours,floor,js,ours=bench/.ab/base/index.js,floor=DIR/index.js]
 import path from "node:path";
-import { ROOT, WORKERS, loadtest, measure, median, start } from "./workers.mjs";
+import { ROOT, WORKERS, arg, loadtest, loadtestArg, measure, median, start } from "./workers.mjs";
 
-const arg = (n, d) => {
-  const i = process.argv.indexOf(`--${n}`);
-  return i >= 0 ? process.argv[i + 1] : d;
-};
-const LOADTEST = arg("loadtest");
-if (!LOADTEST) {
-  console.error("usage: node bench/cpu_probe.mjs --loadtest PATH [--rate N] [--duration D] [--rounds N] [--only LIST]");
-  process.exit(2);
-}
+const LOADTEST = loadtestArg("node bench/cpu_probe.mjs --loadtest PATH [--rate N] [--duration D] [--rounds N] [--only LIST]");
 const RATE = arg("rate", "400");
 const DURATION = arg("duration", "6s");
 const ROUNDS = Number(arg("rounds", "5"));

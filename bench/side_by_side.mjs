@@ -13,17 +13,9 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import path from "node:path";
-import { BODY_FILE, HERE, ROOT, WORKERS, loadtest as run, measure, median, start } from "./workers.mjs";
+import { BODY_FILE, HERE, ROOT, WORKERS, arg, loadtest as run, loadtestArg, measure, median, start } from "./workers.mjs";
 
-function arg(name, dflt) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-}
-const LOADTEST = arg("loadtest");
-if (!LOADTEST) {
-  console.error("usage: node bench/side_by_side.mjs --loadtest PATH [--out FILE]");
-  process.exit(2);
-}
+const LOADTEST = loadtestArg("node bench/side_by_side.mjs --loadtest PATH [--out FILE]");
 const env = (k, d) => process.env[k] ?? d;
 const RATES = env("BENCH_RATES", "100,400").split(",").map(Number);
 const DURATION = env("BENCH_DURATION", "5s");

@@ -54,6 +54,22 @@ export const WORKERS = {
   },
 };
 
+/** The value after `--name` on the command line, or `dflt`. */
+export function arg(name, dflt) {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : dflt;
+}
+
+/** The `--loadtest PATH` argument; prints `usage` and exits without it. */
+export function loadtestArg(usage) {
+  const bin = arg("loadtest");
+  if (!bin) {
+    console.error(`usage: ${usage}`);
+    process.exit(2);
+  }
+  return bin;
+}
+
 /** Process ids of this process's children. */
 function children() {
   try {
