@@ -10,10 +10,16 @@ use worker::{AnalyticsEngineDataPointBuilder, Env};
 /// The Analytics Engine binding name.
 pub const BINDING: &str = "DECISIONS";
 
+thread_local! {
+    /// [`BINDING`] as a JS string, made once per isolate (it is looked up on every decision).
+    static BINDING_KEY: wasm_bindgen::JsValue = wasm_bindgen::JsValue::from_str(BINDING);
+}
+
 /// Writes the data point of a decision, if the binding exists. Errors are logged, never
 /// surfaced: observation must not break routing.
 pub fn write(env: &Env, d: &Decision) {
-    let has_binding = js_sys::Reflect::get(env, &wasm_bindgen::JsValue::from_str(BINDING))
+    let has_binding = BINDING_KEY
+        .with(|key| js_sys::Reflect::get(env, key))
         .is_ok_and(|v| !v.is_undefined() && !v.is_null());
     if !has_binding {
         return;

@@ -21,22 +21,31 @@ const MODEL_VERSION = "x-decision-model-version";
 // the end of the stream, so a small body takes one read instead of two (a read of the
 // stream's end costs another trip through the runtime); streams without it (not bytes, or
 // another runtime) are read chunk by chunk.
-export async function readBounded(request, max) {
-  const body = request.body;
-  if (body === null) return new Uint8Array(0);
-  let byob = null;
+//
+// Not an async function, and one promise reaction on the hot path: every promise, await
+// and async frame here is garbage on every decision, and young-generation collections
+// are most of the tail latency (bench/alloc_probe.mjs shows the allocations by call site).
+export function readBounded(request, max) {
   try {
-    byob = body.getReader({ mode: "byob" });
-  } catch {
-    // not a byte stream
+    const body = request.body;
+    if (body === null) return Promise.resolve(new Uint8Array(0));
+    let byob = null;
+    try {
+      byob = body.getReader({ mode: "byob" });
+    } catch {
+      // not a byte stream
+    }
+    if (byob && typeof byob.readAtLeast === "function") return readAtMost(byob, max);
+    if (byob) {
+      // Another runtime's BYOB reader: read chunk by chunk with a default reader instead.
+      byob.closed.catch(() => {});
+      byob.releaseLock();
+    }
+    return readChunks(body.getReader(), max);
+  } catch (e) {
+    // A body already used or locked: a failed read, never an exception thrown into wasm.
+    return Promise.reject(e);
   }
-  if (byob && typeof byob.readAtLeast === "function") return readAtMost(byob, max);
-  if (byob) {
-    // Another runtime's BYOB reader: read chunk by chunk with a default reader instead.
-    byob.closed.catch(() => {});
-    byob.releaseLock();
-  }
-  return readChunks(body.getReader(), max);
 }
 
 // `readBounded` chunk by chunk.
@@ -64,11 +73,12 @@ async function readChunks(reader, max) {
 // `readBounded` with `readAtLeast`: one read into a buffer of max + 1 bytes. It answers
 // short of that only at the end of the stream, so short means the whole body; full means
 // the body is over the limit.
-async function readAtMost(reader, max) {
+function readAtMost(reader, max) {
   const view = new Uint8Array(max + 1);
-  const { value } = await reader.readAtLeast(view.byteLength, view);
-  if (value && value.byteLength > max) return cancelled(reader);
-  return value ?? new Uint8Array(0);
+  return reader.readAtLeast(view.byteLength, view).then(({ value }) => {
+    if (value && value.byteLength > max) return cancelled(reader);
+    return value ?? new Uint8Array(0);
+  });
 }
 
 // Stops the sender of a body over the limit; the answer does not depend on how cancelling goes.
@@ -78,18 +88,23 @@ function cancelled(reader) {
 }
 
 // A 200 decision response: the JSON API's content type and cache policy, and the decision
-// headers, in one `Response` construction.
+// headers, in one `Response` construction. The init object is made once and its three
+// decision headers overwritten on each call: the constructor copies it before returning,
+// and a per-call object literal is garbage on every decision.
+const DECISION_HEADERS = {
+  "content-type": "application/json",
+  "cache-control": "no-store",
+  [ACTION]: "",
+  [SOURCE]: "",
+  [MODEL_VERSION]: "",
+};
+const DECISION_INIT = { status: 200, headers: DECISION_HEADERS };
+
 export function decisionResponse(body, action, source, modelVersion) {
-  return new Response(body, {
-    status: 200,
-    headers: {
-      "content-type": "application/json",
-      "cache-control": "no-store",
-      [ACTION]: action,
-      [SOURCE]: source,
-      [MODEL_VERSION]: modelVersion,
-    },
-  });
+  DECISION_HEADERS[ACTION] = action;
+  DECISION_HEADERS[SOURCE] = source;
+  DECISION_HEADERS[MODEL_VERSION] = modelVersion;
+  return new Response(body, DECISION_INIT);
 }
 
 // Sets the decision headers on an existing header map (rejections, edge-routing answers).
@@ -99,13 +114,55 @@ export function setDecisionHeaders(headers, action, source, modelVersion) {
   headers.set(MODEL_VERSION, modelVersion);
 }
 
+// Whether `request` takes the decide fast path (src/lib.rs `decide_fast`): a `POST` to
+// exactly `/v1/decide` (no query) with a content type spelled `application/json`
+// (parameters allowed) and no declared length or one of at most `max` bytes, all of which
+// the router's checks (src/body.rs) accept. Anything else, errors and other spellings
+// included, goes to the router, which checks and answers it in Rust. Done here, the test
+// costs no trip of the method, URL and headers into wasm memory.
+export function isPlainDecide(request, max) {
+  if (request.method !== "POST" || !isDecideUrl(request.url)) return false;
+  const headers = request.headers;
+  const type = headers.get("content-type");
+  if (type !== "application/json" && !(type !== null && type.startsWith("application/json;"))) return false;
+  const length = headers.get("content-length");
+  return length === null || isLengthAtMost(length, max);
+}
+
+// Whether a serialised URL's path is exactly `/v1/decide`, with no query or fragment.
+function isDecideUrl(url) {
+  const scheme = url.indexOf("://");
+  const path = url.length - "/v1/decide".length;
+  if (scheme < 0 || path <= scheme + 3 || !url.endsWith("/v1/decide")) return false;
+  // The authority must not hold a `/`, `?` or `#`: the path starts at the first of them.
+  for (let i = scheme + 3; i < path; i++) {
+    const c = url.charCodeAt(i);
+    if (c === 0x2f || c === 0x3f || c === 0x23) return false;
+  }
+  return true;
+}
+
+// Whether `text` is 1–9 ASCII digits with a value of at most `max`.
+function isLengthAtMost(text, max) {
+  if (text.length === 0 || text.length > 9) return false;
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const d = text.charCodeAt(i) - 0x30;
+    if (d < 0 || d > 9) return false;
+    n = n * 10 + d;
+  }
+  return n <= max;
+}
+
 // The body half of the `POST /v1/decide` fast path (src/lib.rs `fetch`): reads the body
 // here, then hands it to `answer` (a Rust closure, called synchronously: the embedded
-// model needs no I/O) with the request and env. `answer` gets the bytes, null over the
-// limit, or undefined when the body could not be read, and returns the Response.
+// model needs no I/O) with env and the `cf-ray` header (or null). `answer` gets the bytes,
+// null over the limit, or undefined when the body could not be read, and returns the
+// Response.
 export function serveBody(request, env, max, answer) {
+  const ray = request.headers.get("cf-ray");
   return readBounded(request, max).then(
-    (bytes) => answer(bytes, request, env),
-    () => answer(undefined, request, env),
+    (bytes) => answer(bytes, env, ray),
+    () => answer(undefined, env, ray),
   );
 }

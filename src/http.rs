@@ -49,6 +49,9 @@ extern "C" {
     #[wasm_bindgen(js_name = readBounded)]
     fn read_bounded(request: &web_sys::Request, max: u32) -> js_sys::Promise;
 
+    #[wasm_bindgen(js_name = isPlainDecide)]
+    fn is_plain_decide_js(request: &web_sys::Request, max: u32) -> bool;
+
     #[wasm_bindgen(js_name = serveBody)]
     fn serve_body_js(
         request: &web_sys::Request,
@@ -60,17 +63,17 @@ extern "C" {
     #[wasm_bindgen(js_name = decisionResponse, catch)]
     fn decision_response_js(
         body: &str,
-        action: &str,
-        source: &str,
-        model_version: &str,
+        action: &JsValue,
+        source: &JsValue,
+        model_version: &JsValue,
     ) -> Result<web_sys::Response, JsValue>;
 
     #[wasm_bindgen(js_name = setDecisionHeaders, catch)]
     fn set_decision_headers_js(
         headers: &web_sys::Headers,
-        action: &str,
-        source: &str,
-        model_version: &str,
+        action: &JsValue,
+        source: &JsValue,
+        model_version: &JsValue,
     ) -> Result<(), JsValue>;
 }
 
@@ -79,13 +82,39 @@ fn model_version_header(d: &Decision) -> &str {
     d.model_version.as_deref().unwrap_or("none")
 }
 
+/// Most header values [`header_text`] keeps.
+const HEADER_TEXT_MAX: usize = 32;
+
+thread_local! {
+    /// Header values already made into JS strings: action and source names and model
+    /// versions, a handful per isolate, are then not decoded anew for every response.
+    static HEADER_TEXT: std::cell::RefCell<Vec<(String, JsValue)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `text` as a JS string, made once per isolate (up to [`HEADER_TEXT_MAX`] values; any
+/// more are made each time).
+fn header_text(text: &str) -> JsValue {
+    HEADER_TEXT.with(|cell| {
+        let mut kept = cell.borrow_mut();
+        if let Some((_, js)) = kept.iter().find(|(t, _)| t == text) {
+            return js.clone();
+        }
+        let js = JsValue::from_str(text);
+        if kept.len() < HEADER_TEXT_MAX {
+            kept.push((text.to_string(), js.clone()));
+        }
+        js
+    })
+}
+
 /// Sets the `x-decision-*` headers of a decision on a header map.
 pub fn set_decision_headers(headers: &Headers, d: &Decision) -> worker::Result<()> {
     set_decision_headers_js(
         &headers.0,
-        d.action.name(),
-        d.source.name(),
-        model_version_header(d),
+        &header_text(d.action.name()),
+        &header_text(d.source.name()),
+        &header_text(model_version_header(d)),
     )
     .map_err(worker::Error::from)
 }
@@ -98,9 +127,9 @@ pub fn set_decision_headers(headers: &Headers, d: &Decision) -> worker::Result<(
 pub fn decision_response(body: &str, d: &Decision) -> worker::Result<web_sys::Response> {
     decision_response_js(
         body,
-        d.action.name(),
-        d.source.name(),
-        model_version_header(d),
+        &header_text(d.action.name()),
+        &header_text(d.source.name()),
+        &header_text(model_version_header(d)),
     )
     .map_err(worker::Error::from)
 }
@@ -143,9 +172,16 @@ pub fn body_bytes(read: JsValue) -> Result<Vec<u8>, ApiError> {
     Ok(bytes.to_vec())
 }
 
+/// Whether `request` is certainly a `POST /v1/decide` whose content type and declared
+/// length the router's checks accept (`isPlainDecide` in src/glue.js, which reads them
+/// without bringing them into wasm memory). False is not a refusal: check it in Rust.
+pub fn is_plain_decide(request: &web_sys::Request) -> bool {
+    is_plain_decide_js(request, max_body())
+}
+
 /// Reads the body of `request` (as [`read_body`] does, in JS) and then calls `answer`
-/// with what was read (see [`body_bytes`]), the request and `env`; resolves to what
-/// `answer` returns. The caller has checked the declared length.
+/// with what was read (see [`body_bytes`]), `env` and the request's `cf-ray` header (or
+/// null); resolves to what `answer` returns. The caller has checked the declared length.
 pub fn serve_body(
     request: &web_sys::Request,
     env: &JsValue,

@@ -175,48 +175,37 @@ fn error_response(e: &ApiError) -> Result<web_sys::Response, JsValue> {
     }
 }
 
-/// The fast path of [`fetch`] for `POST /v1/decide`, or `None` when the request is
-/// anything else or the model is Workers AI. Its answers are the router's: the same
-/// checks in the same order (content type, declared length, then the body), the same
-/// decision code ([`decide_body`]), the same errors.
+/// The fast path of [`fetch`] for `POST /v1/decide`, or `None` for the router. It takes
+/// only requests the router's checks accept ([`http::is_plain_decide`]: JSON content type,
+/// declared length within the limit) with an embedded (or unavailable) model; anything
+/// else, including every request those checks refuse and a Workers AI backend, goes to the
+/// router. Its answers are the router's: the same body read limit, the same decision code
+/// ([`decide_body`]), the same errors (the bad-input table runs against both).
 fn decide_fast(req: &web_sys::Request, env: &Env) -> Option<Promise> {
-    if req.method() != "POST" || !is_decide_url(&req.url()) {
+    if !http::is_plain_decide(req) {
         return None;
     }
     let cfg = config(env);
     if matches!(Engine::new(&cfg, env).model, ModelHandle::WorkersAi(_)) {
         return None;
     }
-    let headers = req.headers();
-    let header = |name: &str| headers.get(name).ok().flatten();
-    let checked = body::check_json_content_type(header("content-type").as_deref())
-        .and_then(|()| body::check_declared_length(header("content-length").as_deref()));
-    if let Err(e) = checked {
-        return Some(match error_response(&e) {
-            Ok(resp) => Promise::resolve(&JsValue::from(resp)),
-            Err(err) => Promise::reject(&err),
-        });
-    }
     Some(DECIDE_ANSWER.with(|answer| http::serve_body(req, env, answer.as_ref().unchecked_ref())))
 }
 
 /// The closure `serveBody` (src/glue.js) calls with the body of a fast-path request.
-type AnswerFn = dyn Fn(JsValue, web_sys::Request, Env) -> Result<web_sys::Response, JsValue>;
+type AnswerFn = dyn Fn(JsValue, Env, JsValue) -> Result<web_sys::Response, JsValue>;
 
 thread_local! {
     /// Made once per isolate and kept: a closure per request would cost what the fast path saves.
     static DECIDE_ANSWER: Closure<AnswerFn> = Closure::new(answer_decide);
 }
 
-/// The second half of the fast path: the body has been read.
-fn answer_decide(
-    read: JsValue,
-    req: web_sys::Request,
-    env: Env,
-) -> Result<web_sys::Response, JsValue> {
+/// The second half of the fast path: the body has been read. `ray` is the request's
+/// `cf-ray` header, or null.
+fn answer_decide(read: JsValue, env: Env, ray: JsValue) -> Result<web_sys::Response, JsValue> {
     let cfg = config(&env);
     let engine = Engine::new(&cfg, &env);
-    let request_id = req.headers().get("cf-ray").ok().flatten();
+    let request_id = ray.as_string();
     let answer = http::body_bytes(read).map(|bytes| {
         // An embedded (or unavailable) model does no I/O, so this future is ready at once.
         decide_body(&bytes, request_id.as_deref(), &env, &engine)
@@ -227,25 +216,6 @@ fn answer_decide(
         Ok(resp) => Ok(resp),
         Err(e) => error_response(&e),
     }
-}
-
-/// Whether a serialised request URL's path is exactly `/v1/decide` (the fast path's test;
-/// any other spelling goes through the router, which answers it as before).
-fn is_decide_url(url: &str) -> bool {
-    let Some(scheme_end) = url.find("://") else {
-        return false;
-    };
-    let rest = &url[scheme_end + 3..];
-    // The authority ends at the first `/`, `?` or `#`; only a `/` starts a path.
-    let Some(start) = rest
-        .find(['/', '?', '#'])
-        .filter(|&i| rest.as_bytes()[i] == b'/')
-    else {
-        return false;
-    };
-    let path = &rest[start..];
-    let end = path.find(['?', '#']).unwrap_or(path.len());
-    &path[..end] == "/v1/decide"
 }
 
 /// Whether a path is in the API's `/v1` namespace (any case: `/V1/DECIDE` must not be
@@ -390,30 +360,7 @@ async fn debug_encode(req: &mut Request) -> Result<Response, ApiError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_api_path, is_decide_url};
-
-    #[test]
-    fn fast_path_takes_exactly_the_decide_path() {
-        for u in [
-            "http://localhost/v1/decide",
-            "https://a.example:8443/v1/decide?x=/v1/y",
-            "http://127.0.0.1:8787/v1/decide#f",
-        ] {
-            assert!(is_decide_url(u), "{u}");
-        }
-        for u in [
-            "http://localhost/v1/decide/",
-            "http://localhost/V1/DECIDE",
-            "http://localhost/v1/decidex",
-            "http://localhost/x/v1/decide",
-            "http://localhost/v1/%64ecide",
-            "http://localhost?/v1/decide",
-            "/v1/decide",
-            "",
-        ] {
-            assert!(!is_decide_url(u), "{u}");
-        }
-    }
+    use super::is_api_path;
 
     #[test]
     fn api_namespace_is_case_insensitive() {

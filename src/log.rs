@@ -135,7 +135,7 @@ pub fn emit(record: &Value) {
 
 /// Writes an already serialised record as one line to the Worker's log.
 pub fn emit_line(line: &str) {
-    worker::console_log!("{}", line);
+    web_sys::console::log_1(&wasm_bindgen::JsValue::from_str(line));
 }
 
 #[cfg(test)]

@@ -1,9 +1,12 @@
-// src/glue.js's bounded body read, on streams workerd does not hand the Worker in the
-// end-to-end tests: a reader without `readAtLeast` (node's BYOB reader), a stream that is
-// not bytes, and `readAtLeast` answering in pieces. The Worker's own reads (workerd's
-// `readAtLeast`) are covered by api.test.mjs and the bad-input table.
+// src/glue.js in node, without a Worker:
+// - the bounded body read on streams workerd does not hand the Worker in the end-to-end
+//   tests: a reader without `readAtLeast` (node's BYOB reader), a stream that is not bytes,
+//   and `readAtLeast` answering in pieces. The Worker's own reads (workerd's `readAtLeast`)
+//   are covered by api.test.mjs and the bad-input table;
+// - `isPlainDecide`, the fast path's test that skips Rust's request checks;
+// - `decisionResponse`, whose init object is reused from call to call.
 import { describe, expect, test } from "vitest";
-import { readBounded } from "../../src/glue.js";
+import { decisionResponse, isPlainDecide, readBounded } from "../../src/glue.js";
 
 const MAX = 16;
 const bytes = (n, from = 0) => Uint8Array.from({ length: n }, (_, i) => (from + i) % 251);
@@ -83,4 +86,76 @@ test("readAtLeast: over the limit is null and cancels", async () => {
   const { req, cancelled } = readAtLeastRequest(MAX + 1);
   expect(await readBounded(req, MAX)).toBeNull();
   expect(cancelled()).toBe(true);
+});
+
+test("a body stream that cannot be read rejects (and throws nothing into the caller)", async () => {
+  const locked = new ReadableStream();
+  locked.getReader();
+  const read = readBounded({ body: locked }, MAX);
+  expect(read).toBeInstanceOf(Promise);
+  await expect(read).rejects.toThrow();
+});
+
+// `isPlainDecide` answers true only for requests the router's checks (src/body.rs) accept;
+// anything else it leaves to the router (false), errors included. The bad-input table
+// checks the same from outside: a request refused by the router is refused on either path.
+describe("isPlainDecide", () => {
+  const LIMIT = 16384;
+  const req = (over = {}) => {
+    const { method = "POST", url = "http://localhost/v1/decide", headers = { "content-type": "application/json", "content-length": "120" } } = over;
+    return { method, url, headers: new Headers(headers) };
+  };
+
+  test.each([
+    ["the common request", req()],
+    ["no content-length (chunked)", req({ headers: { "content-type": "application/json" } })],
+    ["a charset parameter", req({ headers: { "content-type": "application/json; charset=utf-8" } })],
+    ["exactly the limit", req({ headers: { "content-type": "application/json", "content-length": "16384" } })],
+    ["a zero length", req({ headers: { "content-type": "application/json", "content-length": "0" } })],
+    ["an https URL with a port", req({ url: "https://a.example:8443/v1/decide" })],
+  ])("%s is plain", (_n, r) => {
+    expect(isPlainDecide(r, LIMIT)).toBe(true);
+  });
+
+  test.each([
+    ["GET", req({ method: "GET" })],
+    ["post in lower case", req({ method: "post" })],
+    ["a trailing slash", req({ url: "http://localhost/v1/decide/" })],
+    ["upper case", req({ url: "http://localhost/V1/DECIDE" })],
+    ["a longer name", req({ url: "http://localhost/v1/decidex" })],
+    ["a prefix", req({ url: "http://localhost/x/v1/decide" })],
+    ["an escape", req({ url: "http://localhost/v1/%64ecide" })],
+    ["a query", req({ url: "http://localhost/v1/decide?x=1" })],
+    ["a fragment", req({ url: "http://127.0.0.1:8787/v1/decide#f" })],
+    ["a ? in the authority", req({ url: "http://localhost?/v1/decide" })],
+    ["no authority", req({ url: "http:///v1/decide" })],
+    ["no scheme", req({ url: "/v1/decide" })],
+    ["no content type", req({ headers: { "content-length": "120" } })],
+    ["another JSON-like type", req({ headers: { "content-type": "application/jsonp" } })],
+    ["a +json type", req({ headers: { "content-type": "application/json-patch+json" } })],
+    ["other spelling (Rust decides)", req({ headers: { "content-type": "Application/JSON" } })],
+    ["space before the parameter (Rust decides)", req({ headers: { "content-type": "application/json ; charset=utf-8" } })],
+    ["one byte over the limit", req({ headers: { "content-type": "application/json", "content-length": "16385" } })],
+    ["a huge length", req({ headers: { "content-type": "application/json", "content-length": "99999999999999999999" } })],
+    ["a signed length (Rust decides)", req({ headers: { "content-type": "application/json", "content-length": "+12" } })],
+    ["a non-number length", req({ headers: { "content-type": "application/json", "content-length": "12a" } })],
+  ])("%s is not", (_n, r) => {
+    expect(isPlainDecide(r, LIMIT)).toBe(false);
+  });
+});
+
+test("decisionResponse: each response has its own decision headers", async () => {
+  const a = decisionResponse('{"a":1}', "route_a", "model", "m1");
+  const b = decisionResponse('{"b":2}', "reject", "rules", "none");
+  expect(Object.fromEntries(a.headers)).toEqual({
+    "cache-control": "no-store",
+    "content-type": "application/json",
+    "x-decision-action": "route_a",
+    "x-decision-model-version": "m1",
+    "x-decision-source": "model",
+  });
+  expect(b.headers.get("x-decision-action")).toBe("reject");
+  expect(b.headers.get("x-decision-source")).toBe("rules");
+  expect(b.headers.get("x-decision-model-version")).toBe("none");
+  expect([a.status, await a.text(), await b.text()]).toEqual([200, '{"a":1}', '{"b":2}']);
 });
