@@ -28,14 +28,20 @@ function request(chunks, kind) {
   return { req: { body }, cancelled: () => cancelled };
 }
 
-/** A request whose BYOB reader has workerd's `readAtLeast` over a body of `total` bytes. */
-function readAtLeastRequest(total) {
+/**
+ * A request whose BYOB reader has workerd's `readAtLeast` over a body of `total` bytes,
+ * declaring `declared` as its content-length (none when undefined). `reads()` counts the
+ * reads, `sizes()` lists the buffer sizes read into.
+ */
+function readAtLeastRequest(total, declared) {
   let sent = 0;
   let cancelled = false;
+  const sizes = [];
   const reader = {
     // Fills `view` up to `min` bytes, short only when the body ends (as workerd's does).
     async readAtLeast(min, view) {
       expect(min).toBe(view.byteLength);
+      sizes.push(view.byteLength);
       const n = Math.min(min, total - sent);
       view.set(bytes(n, sent));
       sent += n;
@@ -45,7 +51,13 @@ function readAtLeastRequest(total) {
       cancelled = true;
     },
   };
-  return { req: { body: { getReader: ({ mode } = {}) => (mode === "byob" ? reader : null) } }, cancelled: () => cancelled };
+  const headers = new Headers(declared === undefined ? {} : { "content-length": String(declared) });
+  return {
+    req: { headers, body: { getReader: ({ mode } = {}) => (mode === "byob" ? reader : null) } },
+    cancelled: () => cancelled,
+    reads: () => sizes.length,
+    sizes: () => sizes,
+  };
 }
 
 describe.each(["bytes", "default"])("%s stream", (kind) => {
@@ -158,4 +170,46 @@ test("decisionResponse: each response has its own decision headers", async () =>
   expect(b.headers.get("x-decision-source")).toBe("rules");
   expect(b.headers.get("x-decision-model-version")).toBe("none");
   expect([a.status, await a.text(), await b.text()]).toEqual([200, '{"a":1}', '{"b":2}']);
+});
+
+describe("readAtLeast with a declared length", () => {
+  test.each([
+    ["an honest length", 5, 5],
+    ["an honest zero", 0, 0],
+    ["exactly the limit", MAX, MAX],
+    ["a body shorter than declared", 3, 9],
+  ])("%s: one read into a buffer one byte longer than declared", async (_n, total, declared) => {
+    const r = readAtLeastRequest(total, declared);
+    expect([...(await readBounded(r.req, MAX))]).toEqual([...bytes(total)]);
+    expect(r.sizes()).toEqual([declared + 1]);
+    expect(r.cancelled()).toBe(false);
+  });
+
+  test("a body longer than declared but within the limit is read whole", async () => {
+    const r = readAtLeastRequest(12, 4);
+    expect([...(await readBounded(r.req, MAX))]).toEqual([...bytes(12)]);
+    expect(r.reads()).toBe(2);
+    expect(r.cancelled()).toBe(false);
+  });
+
+  test("a body longer than declared that stops at declared + 1 bytes is read whole", async () => {
+    const r = readAtLeastRequest(5, 4);
+    expect([...(await readBounded(r.req, MAX))]).toEqual([...bytes(5)]);
+  });
+
+  test("a body longer than declared and over the limit is null and cancels", async () => {
+    const r = readAtLeastRequest(MAX + 1, 4);
+    expect(await readBounded(r.req, MAX)).toBeNull();
+    expect(r.cancelled()).toBe(true);
+  });
+
+  test.each([
+    ["no content-length", undefined],
+    ["one over the limit", MAX + 1],
+    ["not a number", "12a"],
+  ])("%s: one read into max + 1 bytes", async (_n, declared) => {
+    const r = readAtLeastRequest(5, declared);
+    expect([...(await readBounded(r.req, MAX))]).toEqual([...bytes(5)]);
+    expect(r.sizes()).toEqual([MAX + 1]);
+  });
 });
