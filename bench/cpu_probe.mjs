@@ -1,10 +1,12 @@
 // Quick A/B of Worker builds by CPU per request: each Worker (or another build of one,
 // `ours=DIR/index.js`) in its own workerd, loaded at a fixed rate round by
-// round; prints the workerd CPU time per request (all threads) and p50/p99, medians over
-// the rounds. `make bench` reports the same CPU measure for the three Workers.
+// round, in an order that rotates each round; prints the workerd CPU time per request
+// (all threads) and p50/p99, medians over the rounds. `make bench` reports the same CPU
+// measure for the three Workers. A `#` suffix starts another copy of a Worker
+// (`js,js#2`: an A/A pair).
 //
 // usage: node bench/cpu_probe.mjs --loadtest PATH [--rate 400] [--duration 6s] [--rounds 5]
-//          [--only ours,floor,js,ours=bench/.ab/base/index.js,floor=DIR/index.js]
+//          [--only ours,floor,js,js#2,ours=bench/.ab/base/index.js,floor=DIR/index.js]
 import path from "node:path";
 import { ROOT, WORKERS, arg, loadtest, loadtestArg, measure, median, start } from "./workers.mjs";
 
@@ -16,7 +18,8 @@ const names = arg("only", "ours,floor,js").split(",");
 
 const up = {};
 for (const n of names) {
-  const [kind, script] = n.split("=");
+  const [name, script] = n.split("=");
+  const kind = name.split("#")[0];
   const options = WORKERS[kind].options();
   if (script) options.scriptPath = path.resolve(ROOT, script);
   up[n] = await start(kind, n, options);
@@ -24,7 +27,9 @@ for (const n of names) {
 }
 const res = Object.fromEntries(names.map((n) => [n, []]));
 for (let r = 0; r < ROUNDS; r++) {
-  for (const n of names) {
+  // The order rotates each round, as in bench/side_by_side.mjs: a Worker's place in the
+  // round (first after the others' load, or last) must not tell in its numbers.
+  for (const n of names.map((_, i) => names[(i + r) % names.length])) {
     const s = await measure(LOADTEST, up[n], ["--rate", RATE, "--duration", DURATION, "--warmup", "1s"]);
     res[n].push(s);
     console.error(`round ${r + 1} ${n}: cpu ${s.workerd_cpu_us?.toFixed(1)} µs/req p50 ${s.latency?.p50_us} p99 ${s.latency?.p99_us}`);
