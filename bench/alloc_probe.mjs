@@ -5,8 +5,9 @@
 //
 // Why it matters: under load, nearly every request in the latency tail coincides with a
 // young-generation collection (scavenge) of the Worker's isolate or of Miniflare's entry
-// Worker, and an isolate scavenges once its new space (about 2 MB here) is full. Fewer
-// bytes per request means fewer scavenges. Minified function names are those of
+// Worker, and an isolate scavenges once its new space (1–2 MB of allocations here) is
+// full, or earlier when new ArrayBuffers add up. Fewer bytes per request means fewer
+// scavenges. Minified function names are those of
 // build/index.js (worker-build's shim and wasm-bindgen's glue, with src/glue.js inlined).
 //
 // usage: node bench/alloc_probe.mjs --loadtest PATH [--only ours|floor|js|ours=DIR/entry.mjs]
