@@ -6,15 +6,18 @@
 // (`js,js#2`: an A/A pair).
 //
 // usage: node bench/cpu_probe.mjs --loadtest PATH [--rate 400] [--duration 6s] [--rounds 5]
-//          [--only ours,floor,js,js#2,ours=bench/.ab/base/index.js,floor=DIR/index.js]
+//          [--only ours,floor,js,js#2,ours=bench/.ab/base/index.js,floor=DIR/index.js] [--entry]
 import path from "node:path";
 import { ROOT, WORKERS, arg, loadtest, loadtestArg, measure, median, start } from "./workers.mjs";
 
-const LOADTEST = loadtestArg("node bench/cpu_probe.mjs --loadtest PATH [--rate N] [--duration D] [--rounds N] [--only LIST]");
+const LOADTEST = loadtestArg("node bench/cpu_probe.mjs --loadtest PATH [--rate N] [--duration D] [--rounds N] [--only LIST] [--entry]");
 const RATE = arg("rate", "400");
 const DURATION = arg("duration", "6s");
 const ROUNDS = Number(arg("rounds", "5"));
 const names = arg("only", "ours,floor,js").split(",");
+// --entry: through Miniflare's entry Worker (as `wrangler dev` serves) instead of each
+// Worker's own socket (bench/workers.mjs `start`).
+const ENTRY = process.argv.includes("--entry");
 
 const up = {};
 for (const n of names) {
@@ -30,7 +33,7 @@ for (let r = 0; r < ROUNDS; r++) {
   // The order rotates each round, as in bench/side_by_side.mjs: a Worker's place in the
   // round (first after the others' load, or last) must not tell in its numbers.
   for (const n of names.map((_, i) => names[(i + r) % names.length])) {
-    const s = await measure(LOADTEST, up[n], ["--rate", RATE, "--duration", DURATION, "--warmup", "1s"]);
+    const s = await measure(LOADTEST, up[n], ["--rate", RATE, "--duration", DURATION, "--warmup", "1s"], ENTRY ? up[n].entryUrl : up[n].url);
     res[n].push(s);
     console.error(`round ${r + 1} ${n}: cpu ${s.workerd_cpu_us?.toFixed(1)} µs/req p50 ${s.latency?.p50_us} p99 ${s.latency?.p99_us}`);
   }

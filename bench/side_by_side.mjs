@@ -1,14 +1,17 @@
 // Side by side, one run: edge-decider, the empty workers-rs Worker (floor) and the plain-JS
-// Worker, each in its own workerd (Miniflare, the runtime `wrangler dev` uses), driven by
+// Worker, each in its own workerd (Miniflare, the runtime `wrangler dev` uses) and loaded
+// on a socket of its own (no proxy isolate in front, as on Cloudflare), driven by
 // the same load generator (`decider loadtest`) at the same fixed rates, interleaved round
 // by round so machine noise falls on all three alike (with a second copy of the empty
 // Worker as an A/A control at the fixed rates); then a step ramp for each knee, then
 // cold starts (a fresh workerd to its first decision), then wasm sizes. Each fixed-rate
 // measurement also reads the workerd process's CPU time, reported per request: unlike a
-// p99, it counts work rather than waiting, so machine noise moves it far less.
+// p99, it counts work rather than waiting, so machine noise moves it far less. The rates in
+// BENCH_ENTRY_RATES run again through Miniflare's main socket, where Miniflare's entry
+// Worker proxies each request (what `wrangler dev` adds; bench/workers.mjs `start`).
 //
 // usage: node bench/side_by_side.mjs --loadtest PATH [--out FILE]
-//   env: BENCH_RATES="100,400"  BENCH_DURATION=5s  BENCH_WARMUP=1s  BENCH_ROUNDS=9  BENCH_PREWARM=3s
+//   env: BENCH_RATES="100,400"  BENCH_ENTRY_RATES="400"  BENCH_DURATION=5s  BENCH_WARMUP=1s  BENCH_ROUNDS=9  BENCH_PREWARM=3s
 //        BENCH_STEP=200:3000:200  BENCH_STEP_DURATION=2s  BENCH_P99_LIMIT=50ms  BENCH_COLD=5
 import { readFileSync, writeFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
@@ -18,6 +21,7 @@ import { BODY_FILE, HERE, ROOT, WORKERS, arg, loadtest as run, loadtestArg, meas
 const LOADTEST = loadtestArg("node bench/side_by_side.mjs --loadtest PATH [--out FILE]");
 const env = (k, d) => process.env[k] ?? d;
 const RATES = env("BENCH_RATES", "100,400").split(",").map(Number);
+const ENTRY_RATES = env("BENCH_ENTRY_RATES", "400").split(",").filter(Boolean).map(Number);
 const DURATION = env("BENCH_DURATION", "5s");
 const WARMUP = env("BENCH_WARMUP", "1s");
 const ROUNDS = Number(env("BENCH_ROUNDS", "9"));
@@ -53,16 +57,19 @@ for (const n of FIXED) {
 // Warm every Worker before the first round (not measured): V8 compiles hot code in the
 // background during the first seconds of load, and the first round should not pay for it.
 for (const n of FIXED) await loadtest(running[n].url, ["--rate", String(Math.max(...RATES)), "--duration", PREWARM, "--warmup", "0s"]);
-const fixed = {}; // rate -> name -> [step reports]
-for (const rate of RATES) {
-  fixed[rate] = Object.fromEntries(FIXED.map((n) => [n, []]));
+// Each rate on the Workers' own sockets, then each entry rate through Miniflare's entry Worker.
+const PLAN = [...RATES.map((rate) => ({ rate, via: "direct" })), ...ENTRY_RATES.map((rate) => ({ rate, via: "entry" }))];
+const fixed = { direct: {}, entry: {} }; // via -> rate -> name -> [step reports]
+for (const { rate, via } of PLAN) {
+  const runs = (fixed[via][rate] = Object.fromEntries(FIXED.map((n) => [n, []])));
   for (let round = 0; round < ROUNDS; round++) {
     // Rotate the order each round so no Worker always runs first or last.
     const order = FIXED.map((_, i) => FIXED[(i + round) % FIXED.length]);
     for (const n of order) {
-      const s = await measure(LOADTEST, running[n], ["--rate", String(rate), "--duration", DURATION, "--warmup", WARMUP]);
-      fixed[rate][n].push(s);
-      log(`rate ${rate}/s round ${round + 1} ${n}: p50 ${s.latency?.p50_us} µs p99 ${s.latency?.p99_us} µs cpu ${s.workerd_cpu_us?.toFixed(1)} µs/req errors ${JSON.stringify(s.errors)}`);
+      const w = running[n];
+      const s = await measure(LOADTEST, w, ["--rate", String(rate), "--duration", DURATION, "--warmup", WARMUP], via === "entry" ? w.entryUrl : w.url);
+      runs[n].push(s);
+      log(`${via} rate ${rate}/s round ${round + 1} ${n}: p50 ${s.latency?.p50_us} µs p99 ${s.latency?.p99_us} µs cpu ${s.workerd_cpu_us?.toFixed(1)} µs/req errors ${JSON.stringify(s.errors)}`);
     }
   }
 }
@@ -103,28 +110,34 @@ const jsAll = Buffer.concat([...jsSrc, readFileSync(path.join(ROOT, "model/decis
 sizes.js = { raw: jsAll.length, gzip: gzipSync(jsAll, { level: 9 }).length, note: "JS source + artifact JSON" };
 
 // ---- summary -------------------------------------------------------------------------
-const summary = {};
-for (const rate of RATES) {
-  summary[rate] = {};
-  for (const n of FIXED) {
-    const steps = fixed[rate][n];
-    summary[rate][n] = {
-      p50_us: median(steps.map((s) => s.latency?.p50_us)),
-      p99_us: median(steps.map((s) => s.latency?.p99_us)),
-      p99_us_min: Math.min(...steps.map((s) => s.latency?.p99_us ?? Infinity)),
-      p99_us_max: Math.max(...steps.map((s) => s.latency?.p99_us ?? -Infinity)),
-      workerd_cpu_us: median(steps.map((s) => s.workerd_cpu_us)),
-      achieved: median(steps.map((s) => s.achieved_rate)),
-      errors: steps.reduce((a, s) => a + Object.values(s.errors).reduce((x, y) => x + y, 0), 0),
-      sources: steps.at(-1).sources,
-    };
+/** Medians over the rounds of each Worker at each rate (`runs`: rate -> name -> [step reports]). */
+function summarise(runs) {
+  const out = {};
+  for (const [rate, byName] of Object.entries(runs)) {
+    out[rate] = {};
+    for (const [n, steps] of Object.entries(byName)) {
+      out[rate][n] = {
+        p50_us: median(steps.map((s) => s.latency?.p50_us)),
+        p99_us: median(steps.map((s) => s.latency?.p99_us)),
+        p99_us_min: Math.min(...steps.map((s) => s.latency?.p99_us ?? Infinity)),
+        p99_us_max: Math.max(...steps.map((s) => s.latency?.p99_us ?? -Infinity)),
+        workerd_cpu_us: median(steps.map((s) => s.workerd_cpu_us)),
+        achieved: median(steps.map((s) => s.achieved_rate)),
+        errors: steps.reduce((a, s) => a + Object.values(s.errors).reduce((x, y) => x + y, 0), 0),
+        sources: steps.at(-1).sources,
+      };
+    }
   }
+  return out;
 }
+const summary = summarise(fixed.direct);
+const summaryEntry = summarise(fixed.entry);
 const result = {
   runtime: `workerd via miniflare ${JSON.parse(readFileSync(path.join(ROOT, "node_modules/miniflare/package.json"), "utf8")).version}`,
   load_generator: LOADTEST,
   body: JSON.parse(body),
   rates: RATES,
+  entry_rates: ENTRY_RATES,
   duration: DURATION,
   warmup: WARMUP,
   rounds: ROUNDS,
@@ -134,6 +147,7 @@ const result = {
   p99_limit: P99_LIMIT,
   labels: Object.fromEntries(FIXED.map((n) => [n, WORKERS[n].label])),
   summary,
+  summary_entry: summaryEntry,
   rounds_detail: fixed,
   knees,
   cold: Object.fromEntries(
@@ -151,4 +165,4 @@ const result = {
 };
 const out = arg("out");
 if (out) writeFileSync(out, JSON.stringify(result, null, 2) + "\n");
-console.log(JSON.stringify(result.summary, null, 2));
+console.log(JSON.stringify({ direct: result.summary, entry: result.summary_entry }, null, 2));

@@ -100,23 +100,32 @@ export function cpuNs(pid) {
 
 /**
  * Starts one Worker in its own workerd. `options` overrides the Worker's Miniflare options.
- * Returns the Miniflare instance, the `/v1/decide` URL and the workerd process id.
+ * Returns the Miniflare instance, the workerd process id and two `/v1/decide` URLs:
+ * - `url`, a socket of the Worker's own (Miniflare's `unsafeDirectSockets`): a request goes
+ *   from workerd's HTTP server straight into the Worker's isolate, as on Cloudflare;
+ * - `entryUrl`, Miniflare's main socket, which `wrangler dev` serves: a request first runs
+ *   through Miniflare's entry Worker, a second isolate in the same workerd that adds the
+ *   `cf` object and proxies the request and its response. It costs about 250 µs of CPU per
+ *   request here, more than the Workers under test, and its own garbage collections were
+ *   behind most of the tail latencies (README, "Performance").
  */
 export async function start(name, label = name, options = WORKERS[name].options()) {
   const before = new Set(children());
+  const workerName = label.replace(/[^a-z0-9-]/gi, "-");
   const mf = new Miniflare({
     host: "127.0.0.1",
     port: 0,
-    workers: [{ name: label.replace(/[^a-z0-9-]/gi, "-"), compatibilityDate: COMPAT_DATE, ...options }],
+    workers: [{ name: workerName, compatibilityDate: COMPAT_DATE, ...options, unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }] }],
     // Drain workerd's output (one log line per decision) without printing it.
     handleRuntimeStdio(stdout, stderr) {
       stdout.resume();
       stderr.resume();
     },
   });
-  const url = await mf.ready;
+  const entry = await mf.ready;
+  const direct = await mf.unsafeGetDirectURL(workerName);
   const pid = children().find((p) => !before.has(p)) ?? null;
-  return { mf, url: new URL("/v1/decide", url).href, pid };
+  return { mf, url: new URL("/v1/decide", direct).href, entryUrl: new URL("/v1/decide", entry).href, pid };
 }
 
 // Asynchronous on purpose: workerd writes a log line per decision to a pipe this process
@@ -131,14 +140,15 @@ export async function loadtest(loadtestBin, url, extra) {
 }
 
 /**
- * One fixed-rate measurement of a running Worker: the load generator's step report plus
+ * One fixed-rate measurement of a running Worker (at `url`, its own socket unless given):
+ * the load generator's step report plus
  * `workerd_cpu_us`, the workerd process's CPU time (all threads) per request. The CPU time
  * spans the warmup too, so the requests counted are the measured ones plus the warmup's
  * (sent at the same rate).
  */
-export async function measure(loadtestBin, w, extra) {
+export async function measure(loadtestBin, w, extra, url = w.url) {
   const c0 = cpuNs(w.pid);
-  const r = await loadtest(loadtestBin, w.url, extra);
+  const r = await loadtest(loadtestBin, url, extra);
   const c1 = cpuNs(w.pid);
   const s = r.steps[0];
   const requests = s.responses + s.target_rate * (r.warmup_s ?? 0);
