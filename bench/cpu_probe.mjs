@@ -18,6 +18,9 @@ const names = arg("only", "ours,floor,js").split(",");
 // --entry: through Miniflare's entry Worker (as `wrangler dev` serves) instead of each
 // Worker's own socket (bench/workers.mjs `start`).
 const ENTRY = process.argv.includes("--entry");
+// --fresh: a new workerd for each Worker each round (loaded 2 s, unmeasured, first), so that
+// what one process happens to get from the machine is not counted in every round.
+const FRESH = process.argv.includes("--fresh");
 
 const up = {};
 for (const n of names) {
@@ -26,6 +29,7 @@ for (const n of names) {
   const options = WORKERS[kind].options();
   if (script) options.scriptPath = path.resolve(ROOT, script);
   up[n] = await start(kind, n, options);
+  up[n].options = options;
   await loadtest(LOADTEST, up[n].url, ["--rate", RATE, "--duration", "2s", "--warmup", "0s"]);
 }
 const res = Object.fromEntries(names.map((n) => [n, []]));
@@ -33,6 +37,11 @@ for (let r = 0; r < ROUNDS; r++) {
   // The order rotates each round, as in bench/side_by_side.mjs: a Worker's place in the
   // round (first after the others' load, or last) must not tell in its numbers.
   for (const n of names.map((_, i) => names[(i + r) % names.length])) {
+    if (FRESH && r > 0) {
+      await up[n].mf.dispose();
+      up[n] = await start(n.split("=")[0].split("#")[0], n, up[n].options);
+      await loadtest(LOADTEST, up[n].url, ["--rate", RATE, "--duration", "2s", "--warmup", "0s"]);
+    }
     const s = await measure(LOADTEST, up[n], ["--rate", RATE, "--duration", DURATION, "--warmup", "1s"], ENTRY ? up[n].entryUrl : up[n].url);
     res[n].push(s);
     console.error(`round ${r + 1} ${n}: cpu ${s.workerd_cpu_us?.toFixed(1)} µs/req p50 ${s.latency?.p50_us} p99 ${s.latency?.p99_us}`);

@@ -1,6 +1,6 @@
 // Side by side, one run: edge-decider, the empty workers-rs Worker (floor) and the plain-JS
-// Worker, each in its own workerd (Miniflare, the runtime `wrangler dev` uses) and loaded
-// on a socket of its own (no proxy isolate in front, as on Cloudflare), driven by
+// Worker, each in its own workerd (Miniflare, the runtime `wrangler dev` uses; a new one each
+// round) and loaded on a socket of its own (no proxy isolate in front, as on Cloudflare), driven by
 // the same load generator (`decider loadtest`) at the same fixed rates, interleaved round
 // by round so machine noise falls on all three alike (with a second copy of the empty
 // Worker as an A/A control at the fixed rates); then a step ramp for each knee, then
@@ -48,30 +48,35 @@ async function decideOnce(url) {
 const loadtest = (url, extra) => run(LOADTEST, url, extra);
 
 // ---- fixed rates, interleaved ------------------------------------------------------------
-const running = {};
-for (const n of FIXED) {
-  running[n] = await start(n);
-  const first = await decideOnce(running[n].url);
-  log(`${n} up at ${running[n].url} (first answer source=${first.source})`);
-}
-// Warm every Worker before the first round (not measured): V8 compiles hot code in the
-// background during the first seconds of load, and the first round should not pay for it.
-for (const n of FIXED) await loadtest(running[n].url, ["--rate", String(Math.max(...RATES)), "--duration", PREWARM, "--warmup", "0s"]);
-// Each rate on the Workers' own sockets, then each entry rate through Miniflare's entry Worker.
+// Each round starts a new workerd for every Worker: two processes of the same Worker, loaded
+// alike and interleaved, ended up about 2x apart in median p99 over 8 rounds here
+// (bench/cpu_probe.mjs --only js,js#2: what a process happens to get from the machine), so
+// one process per Worker for the whole run would count that luck in every round. Within a round, every rate on the Workers' own sockets, then every entry
+// rate through Miniflare's entry Worker, each Worker in turn in an order that rotates.
 const PLAN = [...RATES.map((rate) => ({ rate, via: "direct" })), ...ENTRY_RATES.map((rate) => ({ rate, via: "entry" }))];
 const fixed = { direct: {}, entry: {} }; // via -> rate -> name -> [step reports]
-for (const { rate, via } of PLAN) {
-  const runs = (fixed[via][rate] = Object.fromEntries(FIXED.map((n) => [n, []])));
-  for (let round = 0; round < ROUNDS; round++) {
-    // Rotate the order each round so no Worker always runs first or last.
-    const order = FIXED.map((_, i) => FIXED[(i + round) % FIXED.length]);
+for (const { rate, via } of PLAN) fixed[via][rate] = Object.fromEntries(FIXED.map((n) => [n, []]));
+const running = {};
+for (let round = 0; round < ROUNDS; round++) {
+  for (const n of FIXED) {
+    running[n] = await start(n);
+    const first = await decideOnce(running[n].url);
+    if (round === 0) log(`${n} up at ${running[n].url} (first answer source=${first.source})`);
+  }
+  // Warm every Worker first (not measured): V8 compiles hot code in the background during
+  // the first seconds of load, and no measurement should pay for it.
+  for (const n of FIXED) await loadtest(running[n].url, ["--rate", String(Math.max(...RATES, ...ENTRY_RATES)), "--duration", PREWARM, "--warmup", "0s"]);
+  const order = FIXED.map((_, i) => FIXED[(i + round) % FIXED.length]);
+  for (const { rate, via } of PLAN) {
     for (const n of order) {
       const w = running[n];
       const s = await measure(LOADTEST, w, ["--rate", String(rate), "--duration", DURATION, "--warmup", WARMUP], via === "entry" ? w.entryUrl : w.url);
-      runs[n].push(s);
-      log(`${via} rate ${rate}/s round ${round + 1} ${n}: p50 ${s.latency?.p50_us} µs p99 ${s.latency?.p99_us} µs cpu ${s.workerd_cpu_us?.toFixed(1)} µs/req errors ${JSON.stringify(s.errors)}`);
+      fixed[via][rate][n].push(s);
+      log(`round ${round + 1} ${via} rate ${rate}/s ${n}: p50 ${s.latency?.p50_us} µs p99 ${s.latency?.p99_us} µs cpu ${s.workerd_cpu_us?.toFixed(1)} µs/req errors ${JSON.stringify(s.errors)}`);
     }
   }
+  // The last round's processes stay up for the knees.
+  if (round < ROUNDS - 1) for (const n of FIXED) await running[n].mf.dispose();
 }
 
 // ---- knees ---------------------------------------------------------------------------
