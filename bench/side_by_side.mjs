@@ -1,6 +1,6 @@
 // Side by side, one run: edge-decider, the empty workers-rs Worker (floor) and the plain-JS
-// Worker, each in its own workerd (Miniflare, the runtime `wrangler dev` uses; a new one each
-// round) and loaded on a socket of its own (no proxy isolate in front, as on Cloudflare), driven by
+// Worker, each in its own workerd (Miniflare, the runtime `wrangler dev` uses; a new one every
+// few rounds, warmed to steady state) and loaded on a socket of its own (no proxy isolate in front, as on Cloudflare), driven by
 // the same load generator (`decider loadtest`) at the same fixed rates, interleaved round
 // by round so machine noise falls on all three alike (with a second copy of the empty
 // Worker as an A/A control at the fixed rates); then a step ramp for each knee, then
@@ -11,8 +11,8 @@
 // Worker proxies each request (what `wrangler dev` adds; bench/workers.mjs `start`).
 //
 // usage: node bench/side_by_side.mjs --loadtest PATH [--out FILE]
-//   env: BENCH_RATES="100,400"  BENCH_ENTRY_RATES="400"  BENCH_DURATION=5s  BENCH_WARMUP=1s  BENCH_ROUNDS=9  BENCH_PREWARM=3s
-//        BENCH_STEP=200:3000:200  BENCH_STEP_DURATION=2s  BENCH_P99_LIMIT=50ms  BENCH_COLD=5
+//   env: BENCH_RATES="100,400"  BENCH_ENTRY_RATES="400"  BENCH_DURATION=5s  BENCH_WARMUP=1s  BENCH_ROUNDS=9  BENCH_PREWARM=30s
+//        BENCH_PREWARM_RATE=800  BENCH_RESTART_EVERY=3  BENCH_STEP=200:3000:200  BENCH_STEP_DURATION=2s  BENCH_P99_LIMIT=50ms  BENCH_COLD=5
 import { readFileSync, writeFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import path from "node:path";
@@ -29,7 +29,9 @@ const STEP = env("BENCH_STEP", "200:3000:200");
 const STEP_DURATION = env("BENCH_STEP_DURATION", "2s");
 const P99_LIMIT = env("BENCH_P99_LIMIT", "50ms");
 const COLD = Number(env("BENCH_COLD", "5"));
-const PREWARM = env("BENCH_PREWARM", "3s");
+const PREWARM = env("BENCH_PREWARM", "30s");
+const PREWARM_RATE = env("BENCH_PREWARM_RATE", "800");
+const RESTART_EVERY = Number(env("BENCH_RESTART_EVERY", "3"));
 const log = (...a) => console.error("[side-by-side]", ...a);
 const NAMES = ["ours", "floor", "js"];
 // The fixed rates also run the A/A control (see WORKERS.floor_b).
@@ -48,24 +50,32 @@ async function decideOnce(url) {
 const loadtest = (url, extra) => run(LOADTEST, url, extra);
 
 // ---- fixed rates, interleaved ------------------------------------------------------------
-// Each round starts a new workerd for every Worker: two processes of the same Worker, loaded
-// alike and interleaved, ended up about 2x apart in median p99 over 8 rounds here
-// (bench/cpu_probe.mjs --only js,js#2: what a process happens to get from the machine), so
-// one process per Worker for the whole run would count that luck in every round. Within a round, every rate on the Workers' own sockets, then every entry
-// rate through Miniflare's entry Worker, each Worker in turn in an order that rotates.
+// Every RESTART_EVERY rounds, a new workerd for every Worker: two processes of the same
+// Worker, loaded alike and interleaved, ended up about 2x apart in median p99 over 8 rounds
+// here (bench/cpu_probe.mjs --only js,js#2: what a process happens to get from the machine),
+// so one process per Worker for the whole run would count that luck in every round.
+// Each new process first serves PREWARM at PREWARM_RATE unmeasured (24,000 requests by
+// default): V8 moves a wasm function from its baseline compiler (Liftoff) to TurboFan only
+// once ~13 MB of its code has run (`--wasm-tiering-budget`), and with
+// `--trace-wasm-compilation-times` edge-decider's functions were still being tiered up
+// after 16,000–24,000 requests. The measurements are of Workers in steady state, as a busy
+// isolate on Cloudflare is; the cold start has its own table.
+// Within a round, every rate on the Workers' own sockets, then every entry rate through
+// Miniflare's entry Worker, each Worker in turn in an order that rotates.
 const PLAN = [...RATES.map((rate) => ({ rate, via: "direct" })), ...ENTRY_RATES.map((rate) => ({ rate, via: "entry" }))];
 const fixed = { direct: {}, entry: {} }; // via -> rate -> name -> [step reports]
 for (const { rate, via } of PLAN) fixed[via][rate] = Object.fromEntries(FIXED.map((n) => [n, []]));
 const running = {};
 for (let round = 0; round < ROUNDS; round++) {
-  for (const n of FIXED) {
-    running[n] = await start(n);
-    const first = await decideOnce(running[n].url);
-    if (round === 0) log(`${n} up at ${running[n].url} (first answer source=${first.source})`);
+  if (round % RESTART_EVERY === 0) {
+    if (round > 0) for (const n of FIXED) await running[n].mf.dispose();
+    for (const n of FIXED) {
+      running[n] = await start(n);
+      const first = await decideOnce(running[n].url);
+      if (round === 0) log(`${n} up at ${running[n].url} (first answer source=${first.source})`);
+    }
+    for (const n of FIXED) await loadtest(running[n].url, ["--rate", PREWARM_RATE, "--duration", PREWARM, "--warmup", "0s"]);
   }
-  // Warm every Worker first (not measured): V8 compiles hot code in the background during
-  // the first seconds of load, and no measurement should pay for it.
-  for (const n of FIXED) await loadtest(running[n].url, ["--rate", String(Math.max(...RATES, ...ENTRY_RATES)), "--duration", PREWARM, "--warmup", "0s"]);
   const order = FIXED.map((_, i) => FIXED[(i + round) % FIXED.length]);
   for (const { rate, via } of PLAN) {
     for (const n of order) {
@@ -75,9 +85,8 @@ for (let round = 0; round < ROUNDS; round++) {
       log(`round ${round + 1} ${via} rate ${rate}/s ${n}: p50 ${s.latency?.p50_us} µs p99 ${s.latency?.p99_us} µs cpu ${s.workerd_cpu_us?.toFixed(1)} µs/req errors ${JSON.stringify(s.errors)}`);
     }
   }
-  // The last round's processes stay up for the knees.
-  if (round < ROUNDS - 1) for (const n of FIXED) await running[n].mf.dispose();
 }
+// The last processes stay up for the knees.
 
 // ---- knees ---------------------------------------------------------------------------
 const knees = {};
@@ -147,6 +156,8 @@ const result = {
   warmup: WARMUP,
   rounds: ROUNDS,
   prewarm: PREWARM,
+  prewarm_rate: PREWARM_RATE,
+  restart_every: RESTART_EVERY,
   step: STEP,
   step_duration: STEP_DURATION,
   p99_limit: P99_LIMIT,
