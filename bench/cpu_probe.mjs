@@ -6,11 +6,11 @@
 // (`js,js#2`: an A/A pair).
 //
 // usage: node bench/cpu_probe.mjs --loadtest PATH [--rate 400] [--duration 6s] [--rounds 5]
-//          [--only ours,floor,js,js#2,ours=bench/.ab/base/index.js,floor=DIR/index.js] [--entry]
+//          [--only ours,floor,js,js#2,ours=bench/.ab/base/index.js,floor=DIR/index.js] [--entry] [--fresh]
 import path from "node:path";
 import { ROOT, WORKERS, arg, loadtest, loadtestArg, measure, median, start } from "./workers.mjs";
 
-const LOADTEST = loadtestArg("node bench/cpu_probe.mjs --loadtest PATH [--rate N] [--duration D] [--rounds N] [--only LIST] [--entry]");
+const LOADTEST = loadtestArg("node bench/cpu_probe.mjs --loadtest PATH [--rate N] [--duration D] [--rounds N] [--only LIST] [--entry] [--fresh]");
 const RATE = arg("rate", "400");
 const DURATION = arg("duration", "6s");
 const ROUNDS = Number(arg("rounds", "5"));
@@ -28,8 +28,7 @@ for (const n of names) {
   const kind = name.split("#")[0];
   const options = WORKERS[kind].options();
   if (script) options.scriptPath = path.resolve(ROOT, script);
-  up[n] = await start(kind, n, options);
-  up[n].options = options;
+  up[n] = { ...(await start(kind, n, options)), kind, options };
   await loadtest(LOADTEST, up[n].url, ["--rate", RATE, "--duration", "2s", "--warmup", "0s"]);
 }
 const res = Object.fromEntries(names.map((n) => [n, []]));
@@ -39,7 +38,8 @@ for (let r = 0; r < ROUNDS; r++) {
   for (const n of names.map((_, i) => names[(i + r) % names.length])) {
     if (FRESH && r > 0) {
       await up[n].mf.dispose();
-      up[n] = await start(n.split("=")[0].split("#")[0], n, up[n].options);
+      const { kind, options } = up[n];
+      up[n] = { ...(await start(kind, n, options)), kind, options };
       await loadtest(LOADTEST, up[n].url, ["--rate", RATE, "--duration", "2s", "--warmup", "0s"]);
     }
     const s = await measure(LOADTEST, up[n], ["--rate", RATE, "--duration", DURATION, "--warmup", "1s"], ENTRY ? up[n].entryUrl : up[n].url);

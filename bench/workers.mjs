@@ -105,9 +105,9 @@ export function cpuNs(pid) {
  *   from workerd's HTTP server straight into the Worker's isolate, as on Cloudflare;
  * - `entryUrl`, Miniflare's main socket, which `wrangler dev` serves: a request first runs
  *   through Miniflare's entry Worker, a second isolate in the same workerd that adds the
- *   `cf` object and proxies the request and its response. It costs about 250 µs of CPU per
- *   request here, more than the Workers under test, and its own garbage collections were
- *   behind most of the tail latencies (README, "Performance").
+ *   `cf` object and proxies the request and its response. It cost about 300–345 µs of workerd
+ *   CPU per request in the bench runs here, more than the Workers under test, and its own
+ *   garbage collections were behind most of the tail latencies (README, "Performance").
  */
 export async function start(name, label = name, options = WORKERS[name].options()) {
   const before = new Set(children());
