@@ -11,17 +11,36 @@ use worker::{AnalyticsEngineDataPointBuilder, Env};
 pub const BINDING: &str = "DECISIONS";
 
 thread_local! {
-    /// [`BINDING`] as a JS string, made once per isolate (it is looked up on every decision).
-    static BINDING_KEY: wasm_bindgen::JsValue = wasm_bindgen::JsValue::from_str(BINDING);
+    /// The environment object last asked about and whether [`BINDING`] is bound in it.
+    /// workerd hands every request of an isolate the same `env` object (as for the
+    /// configuration, `config` in src/lib.rs), so one identity check replaces a property
+    /// lookup and two type checks, each a call from wasm into JS, on every decision.
+    static BOUND: std::cell::RefCell<Option<(wasm_bindgen::JsValue, bool)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Whether [`BINDING`] is bound in `env` (looked up once per environment object).
+fn bound(env: &Env) -> bool {
+    let env_js: &wasm_bindgen::JsValue = env;
+    let seen = BOUND.with(|cell| {
+        cell.borrow()
+            .as_ref()
+            .filter(|(seen, _)| js_sys::Object::is(seen, env_js))
+            .map(|(_, bound)| *bound)
+    });
+    if let Some(bound) = seen {
+        return bound;
+    }
+    let bound = js_sys::Reflect::get(env, &wasm_bindgen::JsValue::from_str(BINDING))
+        .is_ok_and(|v| !v.is_undefined() && !v.is_null());
+    BOUND.with(|cell| *cell.borrow_mut() = Some((env_js.clone(), bound)));
+    bound
 }
 
 /// Writes the data point of a decision, if the binding exists. Errors are logged, never
 /// surfaced: observation must not break routing.
 pub fn write(env: &Env, d: &Decision) {
-    let has_binding = BINDING_KEY
-        .with(|key| js_sys::Reflect::get(env, key))
-        .is_ok_and(|v| !v.is_undefined() && !v.is_null());
-    if !has_binding {
+    if !bound(env) {
         return;
     }
     let Ok(dataset) = env.analytics_engine(BINDING) else {

@@ -1,8 +1,8 @@
 //! One JSON log line per decision (Workers Logs / `wrangler tail` pick up `console.log`).
 
-use decider_core::policy::{FallbackReason, Source};
+use decider_core::json_text::{push_str_opt, push_u64, Number};
+use decider_core::policy::FallbackReason;
 use decider_core::{Action, Decision};
-use serde::Serialize;
 use serde_json::{json, Value};
 
 /// Where a decision was made.
@@ -72,60 +72,65 @@ pub fn decision_line(
     d: &Decision,
     detail: Option<&str>,
 ) -> String {
-    let line = Line {
-        action: d.action,
-        confidence: d.confidence,
-        decision_us: d.decision_us,
-        detail,
-        encoder_version: d.encoder_version,
-        endpoint: endpoint.name(),
-        event: "decision",
-        fallback_reason: d.fallback_reason,
-        model_version: d.model_version.as_deref(),
-        request_id,
-        rule: d.rule.as_deref(),
-        shadow: d.shadow.as_ref().map(|s| LineShadow {
-            agree: s.agree,
-            model_action: s.model_action,
-            rules_action: d.action,
-        }),
-        source: d.source,
-        ts,
-    };
-    // Serialising plain fields into a String cannot fail; the fallback keeps it panic-free.
-    serde_json::to_string(&line)
-        .unwrap_or_else(|_| decision_record(ts, request_id, endpoint, d, detail).to_string())
+    let mut out = String::with_capacity(320);
+    write_decision_line(&mut out, ts, request_id, endpoint, d, detail);
+    out
 }
 
-/// [`decision_record`] as a struct. Fields are in alphabetical order because that is the
-/// order a [`Value`] object (a sorted map) prints its keys in; the tests pin the equality.
-#[derive(Serialize)]
-struct Line<'a> {
-    action: Action,
-    confidence: Option<f64>,
-    decision_us: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    detail: Option<&'a str>,
-    encoder_version: u32,
-    endpoint: &'static str,
-    event: &'static str,
-    fallback_reason: Option<FallbackReason>,
-    model_version: Option<&'a str>,
-    request_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    rule: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    shadow: Option<LineShadow>,
-    source: Source,
-    ts: &'a str,
-}
-
-/// The `shadow` object of a log line (alphabetical, as in [`Line`]).
-#[derive(Serialize)]
-struct LineShadow {
-    agree: bool,
-    model_action: Option<Action>,
-    rules_action: Action,
+/// [`decision_line`] appended to `out` (a buffer kept between decisions spares an
+/// allocation per decision).
+pub fn write_decision_line(
+    out: &mut String,
+    ts: &str,
+    request_id: Option<&str>,
+    endpoint: Endpoint,
+    d: &Decision,
+    detail: Option<&str>,
+) {
+    // Keys in alphabetical order: the order a `Value` object (a sorted map) prints them
+    // in; the tests pin the equality. Written directly: serde's serialiser and `core::fmt`
+    // were most of this line's cost in the running Worker (perf, JIT symbols).
+    out.push_str("{\"action\":\"");
+    out.push_str(d.action.name());
+    out.push_str("\",\"confidence\":");
+    match d.confidence {
+        Some(c) => out.push_str(Number::of(c).as_str()),
+        None => out.push_str("null"),
+    }
+    out.push_str(",\"decision_us\":");
+    push_u64(out, d.decision_us);
+    if detail.is_some() {
+        out.push_str(",\"detail\":");
+        push_str_opt(out, detail);
+    }
+    out.push_str(",\"encoder_version\":");
+    push_u64(out, u64::from(d.encoder_version));
+    out.push_str(",\"endpoint\":\"");
+    out.push_str(endpoint.name());
+    out.push_str("\",\"event\":\"decision\",\"fallback_reason\":");
+    push_str_opt(out, d.fallback_reason.map(FallbackReason::name));
+    out.push_str(",\"model_version\":");
+    push_str_opt(out, d.model_version.as_deref());
+    out.push_str(",\"request_id\":");
+    push_str_opt(out, request_id);
+    if d.rule.is_some() {
+        out.push_str(",\"rule\":");
+        push_str_opt(out, d.rule.as_deref());
+    }
+    if let Some(sh) = &d.shadow {
+        out.push_str(",\"shadow\":{\"agree\":");
+        out.push_str(if sh.agree { "true" } else { "false" });
+        out.push_str(",\"model_action\":");
+        push_str_opt(out, sh.model_action.map(Action::name));
+        out.push_str(",\"rules_action\":\"");
+        out.push_str(d.action.name());
+        out.push_str("\"}");
+    }
+    out.push_str(",\"source\":\"");
+    out.push_str(d.source.name());
+    out.push_str("\",\"ts\":");
+    push_str_opt(out, Some(ts));
+    out.push('}');
 }
 
 /// Writes a record as one line to the Worker's log.
@@ -223,12 +228,17 @@ mod tests {
             model_action: None,
             agree: false,
         });
+        let mut agreeing = decision();
+        agreeing.shadow = Some(Shadow {
+            model_action: Some(Action::RouteB),
+            agree: true,
+        });
         let odd = Decision {
             confidence: Some(f64::NAN),
             model_version: Some("quote\"back\\slash\u{1}é".into()),
             ..decision()
         };
-        for d in [decision(), plain, no_confidence, shadowed, odd] {
+        for d in [decision(), plain, no_confidence, shadowed, agreeing, odd] {
             for (request_id, endpoint, detail) in [
                 (None, Endpoint::Decide, None),
                 (Some("8f1-LHR"), Endpoint::Route, Some("boom \"x\"\n")),

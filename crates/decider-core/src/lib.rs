@@ -15,6 +15,7 @@
 
 pub mod actions;
 pub mod features;
+pub mod json_text;
 pub mod model;
 pub mod policy;
 pub mod rules;

@@ -253,9 +253,9 @@ pub struct Model {
     artifact: Artifact,
     /// All trees' nodes, flattened.
     nodes: Vec<Node>,
-    /// Per node: index into `leaves` for leaves, unused for splits.
-    leaf_of: Vec<u32>,
-    /// Leaf values.
+    /// Per node: its leaf values for leaves, zeros for splits. Indexed by node, so that a
+    /// walk's last node gives its values with one load instead of two (in a running Worker
+    /// every load of the model is likely a cache miss: 65 trees a decision).
     leaves: Vec<[f64; NUM_ACTIONS]>,
     /// Root node index per tree.
     roots: Vec<u32>,
@@ -372,13 +372,12 @@ impl Model {
             finite(*v, &format!("model.base_score[{k}]"))?;
         }
         let mut nodes = Vec::new();
-        let mut leaf_of = Vec::new();
         let mut leaves = Vec::new();
         let mut roots = Vec::with_capacity(a.model.trees.len());
         let mut depths = Vec::with_capacity(a.model.trees.len());
         for (ti, tree) in a.model.trees.iter().enumerate() {
             roots.push(nodes.len() as u32);
-            depths.push(check_tree(ti, tree, &mut nodes, &mut leaf_of, &mut leaves)?);
+            depths.push(check_tree(ti, tree, &mut nodes, &mut leaves)?);
         }
         let mut groups = Vec::new();
         let full = depths.len() / LANES * LANES;
@@ -420,7 +419,6 @@ impl Model {
         Ok(Model {
             artifact,
             nodes,
-            leaf_of,
             leaves,
             roots,
             groups,
@@ -486,7 +484,7 @@ impl Model {
             }
         }
         for &c in &cur[..group.len()] {
-            let v = &self.leaves[self.leaf_of[c as usize] as usize];
+            let v = &self.leaves[c as usize];
             m.iter_mut().zip(v).for_each(|(a, b)| *a += b);
         }
     }
@@ -512,13 +510,13 @@ impl Model {
     }
 }
 
-/// Validates one tree and appends its nodes (with absolute child indices) to `nodes`.
+/// Validates one tree and appends its nodes (with absolute child indices) to `nodes`, and
+/// per node its leaf values (zeros for splits) to `leaves`.
 /// Returns the tree's depth (edges on its longest root-to-leaf path).
 fn check_tree(
     ti: usize,
     t: &Tree,
     nodes: &mut Vec<Node>,
-    leaf_of: &mut Vec<u32>,
     leaves: &mut Vec<[f64; NUM_ACTIONS]>,
 ) -> Result<u32, ArtifactError> {
     let n = t.feature.len();
@@ -577,7 +575,7 @@ fn check_tree(
     };
     let mut order = vec![(0usize, 0u32)];
     nodes.push(placeholder);
-    leaf_of.push(0);
+    leaves.push([0.0; NUM_ACTIONS]);
     let mut depth = 0;
     let mut k = 0;
     while k < order.len() {
@@ -585,8 +583,7 @@ fn check_tree(
         depth = depth.max(d);
         if t.feature[i] < 0 {
             nodes[at].first = at as u32;
-            leaf_of[at] = leaves.len() as u32;
-            leaves.push(t.value[i]);
+            leaves[at] = t.value[i];
         } else {
             nodes[at] = Node {
                 threshold: t.threshold[i],
@@ -596,7 +593,7 @@ fn check_tree(
             for c in [t.right[i], t.left[i]] {
                 order.push((c as usize, d + 1));
                 nodes.push(placeholder);
-                leaf_of.push(0);
+                leaves.push([0.0; NUM_ACTIONS]);
             }
         }
         k += 1;

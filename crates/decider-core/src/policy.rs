@@ -17,6 +17,7 @@
 
 use crate::actions::{Action, NUM_ACTIONS};
 use crate::features::ENCODER_VERSION;
+use crate::json_text::{push_str_opt, push_u64, Number};
 use crate::model::{argmax, FeatureRanges, Probabilities};
 use crate::rules::RuleTable;
 use crate::state::State;
@@ -368,12 +369,19 @@ impl Decision {
     /// `/v1/decide` with this, and the generic serialiser costs more than the model's
     /// forward pass in wasm.
     pub fn to_json(&self) -> String {
+        let mut out = String::with_capacity(256);
+        self.write_json(&mut out);
+        out
+    }
+
+    /// [`Decision::to_json`] appended to `out` (a buffer kept between decisions spares an
+    /// allocation per decision).
+    pub fn write_json(&self, out: &mut String) {
         // The probabilities first: the confidence is one of them when the model answered,
         // and formatting a float costs more than the rest of the record.
         let probs = self.probabilities.map(|p| {
             [p.route_a, p.route_b, p.route_c, p.reject].map(|v| (v.to_bits(), Number::of(v)))
         });
-        let mut out = String::with_capacity(256);
         out.push_str("{\"action\":\"");
         out.push_str(self.action.name());
         out.push_str("\",\"confidence\":");
@@ -401,9 +409,9 @@ impl Decision {
             None => out.push_str("null"),
         }
         out.push_str(",\"model_version\":");
-        push_str_opt(&mut out, self.model_version.as_deref());
+        push_str_opt(out, self.model_version.as_deref());
         out.push_str(",\"encoder_version\":");
-        push_u64(&mut out, u64::from(self.encoder_version));
+        push_u64(out, u64::from(self.encoder_version));
         out.push_str(",\"probabilities\":");
         match &probs {
             Some([a, b, c, r]) => {
@@ -420,10 +428,10 @@ impl Decision {
             None => out.push_str("null"),
         }
         out.push_str(",\"decision_us\":");
-        push_u64(&mut out, self.decision_us);
+        push_u64(out, self.decision_us);
         if let Some(rule) = &self.rule {
             out.push_str(",\"rule\":");
-            push_str_opt(&mut out, Some(rule));
+            push_str_opt(out, Some(rule));
         }
         if let Some(sh) = &self.shadow {
             out.push_str(",\"shadow\":{\"model_action\":");
@@ -440,67 +448,6 @@ impl Decision {
             out.push('}');
         }
         out.push('}');
-        out
-    }
-}
-
-/// A number as serde_json writes it (its own formatter, so the text is the same in every
-/// serde_json version): shortest round-trip form, `null` when not finite.
-struct Number {
-    buf: [u8; 32],
-    len: usize,
-}
-
-impl Number {
-    fn of(v: f64) -> Number {
-        use serde_json::ser::{CompactFormatter, Formatter};
-        let mut n = Number {
-            buf: [0; 32],
-            len: 0,
-        };
-        let mut w = &mut n.buf[..];
-        // At most 24 bytes ("-1.2345678901234567e-308"); a failure leaves `null`.
-        if v.is_finite() && CompactFormatter.write_f64(&mut w, v).is_ok() {
-            n.len = 32 - w.len();
-        }
-        n
-    }
-
-    fn as_str(&self) -> &str {
-        match std::str::from_utf8(&self.buf[..self.len]) {
-            Ok(s) if !s.is_empty() => s,
-            _ => "null",
-        }
-    }
-}
-
-/// An integer as serde_json writes it (its own formatter; `write!` would go through the
-/// much slower `core::fmt` machinery).
-fn push_u64(out: &mut String, v: u64) {
-    use serde_json::ser::{CompactFormatter, Formatter};
-    let mut buf = [0u8; 20];
-    let mut w = &mut buf[..];
-    // 20 bytes hold u64::MAX, so this cannot fail.
-    if CompactFormatter.write_u64(&mut w, v).is_ok() {
-        let n = 20 - w.len();
-        out.push_str(std::str::from_utf8(&buf[..n]).unwrap_or("0"));
-    }
-}
-
-/// A string as a JSON string (serde_json's escaping), or `null`.
-fn push_str_opt(out: &mut String, v: Option<&str>) {
-    match v {
-        // The plain case needs no escaping: printable ASCII without `"` or `\\`.
-        Some(s)
-            if s.bytes()
-                .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\') =>
-        {
-            out.push('"');
-            out.push_str(s);
-            out.push('"');
-        }
-        Some(s) => out.push_str(&serde_json::Value::from(s).to_string()),
-        None => out.push_str("null"),
     }
 }
 
