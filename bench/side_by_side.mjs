@@ -3,7 +3,8 @@
 // few rounds, warmed to steady state) and loaded on a socket of its own (no proxy isolate in front, as on Cloudflare), driven by
 // the same load generator (`decider loadtest`) at the same fixed rates, interleaved round
 // by round so machine noise falls on all three alike (with a second copy of the empty
-// Worker as an A/A control at the fixed rates); then a step ramp for each knee, then
+// Worker as an A/A control at the fixed rates), then the same rate with two Workers loaded at
+// once (BENCH_PAIRED_RATES: ours with the floor, ours with JS, the A/A pair); then a step ramp for each knee, then
 // cold starts (a fresh workerd to its first decision), then wasm sizes. Each fixed-rate
 // measurement also reads the workerd process's CPU time, reported per request: unlike a
 // p99, it counts work rather than waiting, so machine noise moves it far less. The rates in
@@ -11,7 +12,7 @@
 // Worker proxies each request (what `wrangler dev` adds; bench/workers.mjs `start`).
 //
 // usage: node bench/side_by_side.mjs --loadtest PATH [--out FILE]
-//   env: BENCH_RATES="100,400"  BENCH_ENTRY_RATES="400"  BENCH_DURATION=5s  BENCH_WARMUP=1s  BENCH_ROUNDS=9  BENCH_PREWARM=30s
+//   env: BENCH_RATES="100,400"  BENCH_ENTRY_RATES="400"  BENCH_PAIRED_RATES="400"  BENCH_DURATION=5s  BENCH_WARMUP=1s  BENCH_ROUNDS=9  BENCH_PREWARM=30s
 //        BENCH_PREWARM_RATE=800  BENCH_RESTART_EVERY=3  BENCH_STEP=200:3000:200  BENCH_STEP_DURATION=2s  BENCH_P99_LIMIT=50ms  BENCH_COLD=5
 import { readFileSync, writeFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
@@ -32,10 +33,17 @@ const COLD = Number(env("BENCH_COLD", "5"));
 const PREWARM = env("BENCH_PREWARM", "30s");
 const PREWARM_RATE = env("BENCH_PREWARM_RATE", "800");
 const RESTART_EVERY = Number(env("BENCH_RESTART_EVERY", "3"));
+const PAIRED_RATES = env("BENCH_PAIRED_RATES", "400").split(",").filter(Boolean).map(Number);
 const log = (...a) => console.error("[side-by-side]", ...a);
 const NAMES = ["ours", "floor", "js"];
 // The fixed rates also run the A/A control (see WORKERS.floor_b).
 const FIXED = [...NAMES, "floor_b"];
+// Paired: two Workers loaded at the same time, each by its own generator at the same rate,
+// on their own sockets. The sequential rounds above give each Worker its own 6 s, and on
+// this machine a burst of host noise (p50 above 2 ms for a whole measurement) lands on
+// whichever Worker is loaded then; loaded together, both get it. The ratio is taken per
+// round (as the load generators' agreement is), and the A/A pair shows the noise band.
+const PAIRS = [["ours", "floor"], ["ours", "js"], ["floor_b", "floor"]];
 
 const body = readFileSync(BODY_FILE, "utf8");
 async function decideOnce(url) {
@@ -65,6 +73,8 @@ const loadtest = (url, extra) => run(LOADTEST, url, extra);
 const PLAN = [...RATES.map((rate) => ({ rate, via: "direct" })), ...ENTRY_RATES.map((rate) => ({ rate, via: "entry" }))];
 const fixed = { direct: {}, entry: {} }; // via -> rate -> name -> [step reports]
 for (const { rate, via } of PLAN) fixed[via][rate] = Object.fromEntries(FIXED.map((n) => [n, []]));
+const paired = {}; // rate -> "a/b" -> [[step report of a, step report of b]]
+for (const rate of PAIRED_RATES) paired[rate] = Object.fromEntries(PAIRS.map(([a, b]) => [`${a}/${b}`, []]));
 const running = {};
 for (let round = 0; round < ROUNDS; round++) {
   if (round % RESTART_EVERY === 0) {
@@ -83,6 +93,14 @@ for (let round = 0; round < ROUNDS; round++) {
       const s = await measure(LOADTEST, w, ["--rate", String(rate), "--duration", DURATION, "--warmup", WARMUP], via === "entry" ? w.entryUrl : w.url);
       fixed[via][rate][n].push(s);
       log(`round ${round + 1} ${via} rate ${rate}/s ${n}: p50 ${s.latency?.p50_us} µs p99 ${s.latency?.p99_us} µs cpu ${s.workerd_cpu_us?.toFixed(1)} µs/req errors ${JSON.stringify(s.errors)}`);
+    }
+  }
+  for (const rate of PAIRED_RATES) {
+    for (const [a, b] of PAIRS.map((_, i) => PAIRS[(i + round) % PAIRS.length])) {
+      const extra = ["--rate", String(rate), "--duration", DURATION, "--warmup", WARMUP];
+      const [sa, sb] = await Promise.all([measure(LOADTEST, running[a], extra), measure(LOADTEST, running[b], extra)]);
+      paired[rate][`${a}/${b}`].push([sa, sb]);
+      log(`round ${round + 1} paired rate ${rate}/s ${a} with ${b}: p99 ${sa.latency?.p99_us} / ${sb.latency?.p99_us} µs, p50 ${sa.latency?.p50_us} / ${sb.latency?.p50_us} µs`);
     }
   }
 }
@@ -146,6 +164,30 @@ function summarise(runs) {
 }
 const summary = summarise(fixed.direct);
 const summaryEntry = summarise(fixed.entry);
+
+/** Per pair and rate: medians over the rounds of each side and of the per-round ratios a/b. */
+function summarisePaired(runs) {
+  const out = {};
+  for (const [rate, byPair] of Object.entries(runs)) {
+    out[rate] = {};
+    for (const [key, rounds] of Object.entries(byPair)) {
+      const q = (i, k) => rounds.map((r) => r[i].latency?.[k]);
+      const perRound = (k) => rounds.map((r) => (r[0].latency?.[k] && r[1].latency?.[k] ? r[0].latency[k] / r[1].latency[k] : null));
+      out[rate][key] = {
+        a: { p50_us: median(q(0, "p50_us")), p99_us: median(q(0, "p99_us")), workerd_cpu_us: median(rounds.map((r) => r[0].workerd_cpu_us)) },
+        b: { p50_us: median(q(1, "p50_us")), p99_us: median(q(1, "p99_us")), workerd_cpu_us: median(rounds.map((r) => r[1].workerd_cpu_us)) },
+        p50_ratio: median(perRound("p50_us")),
+        p99_ratio: median(perRound("p99_us")),
+        p99_ratio_per_round: perRound("p99_us"),
+        a_worse_rounds: rounds.filter((r) => r[0].latency?.p99_us > r[1].latency?.p99_us).length,
+        rounds: rounds.length,
+        errors: rounds.reduce((acc, r) => acc + r.reduce((x, st) => x + Object.values(st.errors).reduce((y, z) => y + z, 0), 0), 0),
+      };
+    }
+  }
+  return out;
+}
+const summaryPaired = summarisePaired(paired);
 const result = {
   runtime: `workerd via miniflare ${JSON.parse(readFileSync(path.join(ROOT, "node_modules/miniflare/package.json"), "utf8")).version}`,
   load_generator: LOADTEST,
@@ -164,7 +206,10 @@ const result = {
   labels: Object.fromEntries(FIXED.map((n) => [n, WORKERS[n].label])),
   summary,
   summary_entry: summaryEntry,
+  paired_rates: PAIRED_RATES,
+  summary_paired: summaryPaired,
   rounds_detail: fixed,
+  paired_detail: paired,
   knees,
   cold: Object.fromEntries(
     NAMES.map((n) => [
@@ -181,4 +226,4 @@ const result = {
 };
 const out = arg("out");
 if (out) writeFileSync(out, JSON.stringify(result, null, 2) + "\n");
-console.log(JSON.stringify({ direct: result.summary, entry: result.summary_entry }, null, 2));
+console.log(JSON.stringify({ direct: result.summary, entry: result.summary_entry, paired: result.summary_paired }, null, 2));
