@@ -11,30 +11,20 @@ use worker::{AnalyticsEngineDataPointBuilder, Env};
 pub const BINDING: &str = "DECISIONS";
 
 thread_local! {
-    /// The environment object last asked about and whether [`BINDING`] is bound in it.
-    /// workerd hands every request of an isolate the same `env` object (as for the
-    /// configuration, `config` in src/lib.rs), so one identity check replaces a property
-    /// lookup and two type checks, each a call from wasm into JS, on every decision.
-    static BOUND: std::cell::RefCell<Option<(wasm_bindgen::JsValue, bool)>> =
-        const { std::cell::RefCell::new(None) };
+    /// Whether [`BINDING`] is bound in the environment object last seen: one identity check
+    /// instead of a property lookup and two type checks (each a call from wasm into JS) on
+    /// every decision.
+    static BOUND: crate::env_cache::PerEnv<bool> = const { crate::env_cache::PerEnv::new() };
 }
 
-/// Whether [`BINDING`] is bound in `env` (looked up once per environment object).
+/// Whether [`BINDING`] is bound in `env`.
 fn bound(env: &Env) -> bool {
-    let env_js: &wasm_bindgen::JsValue = env;
-    let seen = BOUND.with(|cell| {
-        cell.borrow()
-            .as_ref()
-            .filter(|(seen, _)| js_sys::Object::is(seen, env_js))
-            .map(|(_, bound)| *bound)
-    });
-    if let Some(bound) = seen {
-        return bound;
-    }
-    let bound = js_sys::Reflect::get(env, &wasm_bindgen::JsValue::from_str(BINDING))
-        .is_ok_and(|v| !v.is_undefined() && !v.is_null());
-    BOUND.with(|cell| *cell.borrow_mut() = Some((env_js.clone(), bound)));
-    bound
+    BOUND.with(|kept| {
+        kept.get(env, || {
+            js_sys::Reflect::get(env, &wasm_bindgen::JsValue::from_str(BINDING))
+                .is_ok_and(|v| !v.is_undefined() && !v.is_null())
+        })
+    })
 }
 
 /// Writes the data point of a decision, if the binding exists. Errors are logged, never

@@ -6,6 +6,7 @@
 //! # Layout
 //! - [`config`]: wrangler vars → validated [`config::Config`] (invalid values reported, defaulted).
 //! - [`engine`]: the embedded model (parsed once per isolate) and the Workers AI backend.
+//! - [`env_cache`]: values derived from the `env` object, kept while it stays the same.
 //! - [`body`]: content type, size limit and the `{"state": …}` envelope.
 //! - [`error`]: the one mapping from errors to HTTP status and JSON body.
 //! - [`health`]: the `/v1/health` document.
@@ -35,6 +36,7 @@ pub mod clock;
 pub mod config;
 pub mod edge;
 pub mod engine;
+pub mod env_cache;
 pub mod error;
 pub mod health;
 pub mod http;
@@ -66,11 +68,9 @@ thread_local! {
     /// should an isolate ever be handed another environment.
     static CONFIG: RefCell<Option<CachedConfig>> = const { RefCell::new(None) };
 
-    /// The environment object the configuration was last read from, and that configuration.
-    /// workerd hands every request of an isolate the same `env` object, so an identity check
-    /// (`Object.is`) skips reading every var through `Reflect.get` on each request.
-    static CONFIG_ENV: RefCell<Option<(wasm_bindgen::JsValue, Rc<Config>)>> =
-        const { RefCell::new(None) };
+    /// The configuration of the environment object last seen: an identity check skips
+    /// reading every var through `Reflect.get` on each request.
+    static CONFIG_ENV: env_cache::PerEnv<Rc<Config>> = const { env_cache::PerEnv::new() };
 }
 
 /// A variable's value as text: strings as they are, other JSON values (a TOML table
@@ -88,19 +88,7 @@ fn raw_var(env: &Env, name: &str) -> Option<String> {
 
 /// The validated configuration for this environment (parsed once per isolate).
 fn config(env: &Env) -> Rc<Config> {
-    let env_js: &wasm_bindgen::JsValue = env;
-    let same_env = CONFIG_ENV.with(|cell| {
-        cell.borrow()
-            .as_ref()
-            .filter(|(seen, _)| js_sys::Object::is(seen, env_js))
-            .map(|(_, cfg)| Rc::clone(cfg))
-    });
-    if let Some(cfg) = same_env {
-        return cfg;
-    }
-    let cfg = config_from_vars(env);
-    CONFIG_ENV.with(|cell| *cell.borrow_mut() = Some((env_js.clone(), Rc::clone(&cfg))));
-    cfg
+    CONFIG_ENV.with(|kept| kept.get(env, || config_from_vars(env)))
 }
 
 /// The configuration read var by var from an environment not seen before (reparsed only

@@ -62,23 +62,10 @@ pub fn decision_record(
     v
 }
 
-/// The log line of one decision: the text of [`decision_record`] (same fields, same order),
-/// serialised straight from the decision instead of through a [`Value`] tree. This is the
+/// The log line of one decision, appended to `out` (a buffer kept between decisions spares
+/// an allocation per decision): the text of [`decision_record`] (same fields, same order),
+/// written straight from the decision instead of through a [`Value`] tree. This is the
 /// per-request path of `POST /v1/decide`.
-pub fn decision_line(
-    ts: &str,
-    request_id: Option<&str>,
-    endpoint: Endpoint,
-    d: &Decision,
-    detail: Option<&str>,
-) -> String {
-    let mut out = String::with_capacity(320);
-    write_decision_line(&mut out, ts, request_id, endpoint, d, detail);
-    out
-}
-
-/// [`decision_line`] appended to `out` (a buffer kept between decisions spares an
-/// allocation per decision).
 pub fn write_decision_line(
     out: &mut String,
     ts: &str,
@@ -244,7 +231,8 @@ mod tests {
                 (Some("8f1-LHR"), Endpoint::Route, Some("boom \"x\"\n")),
             ] {
                 let ts = "2026-01-01T00:00:00.000Z";
-                let line = decision_line(ts, request_id, endpoint, &d, detail);
+                let mut line = String::new();
+                write_decision_line(&mut line, ts, request_id, endpoint, &d, detail);
                 let record = decision_record(ts, request_id, endpoint, &d, detail);
                 assert_eq!(line, record.to_string());
             }
