@@ -72,24 +72,30 @@ if (micro) {
   p(`| whole decision in wasm (V8), median µs per decision | ${f(w, 2)} µs wall, ${f(wc, 2)} µs CPU (JS by hand: ${f(micro.js_whole_us.median, 2)} µs wall; wasm/JS ${f(micro.ratio_wasm_over_js, 2)}) | ≤ 3 µs | ${verdict(w <= 3)} |`);
 }
 const own = "each Worker's own socket";
-if (s0) {
-  p(`| p99 edge-decider / empty Worker at ${belowKnee}/s${belowNote}, ${own} | ${f(rOursFloorP99, 3)} (${ms(s0.ours.p99_us)} ms / ${ms(s0.floor.p99_us)} ms) | ≤ 1.15 | ${verdict(rOursFloorP99 <= 1.15)} |`);
-  p(`| p99 edge-decider / plain-JS Worker at ${belowKnee}/s${belowNote}, ${own} | ${f(rOursJsP99, 3)} (${ms(s0.ours.p99_us)} ms / ${ms(s0.js.p99_us)} ms) | ≤ 1.00 | ${verdict(rOursJsP99 <= 1.0)} |`);
+// The p99 claims are judged on the together measurement (the four Workers loaded in turn by
+// one generator, so that the machine's stalls fall on all of them alike) at the highest of
+// its rates below every knee; the Workers measured one after the other are shown beside.
+const underAllT = side?.together_rates ? side.together_rates.filter((r) => kneeRates.every((k) => r < k)) : [];
+const tRate = side?.together_rates?.length ? (underAllT.length ? Math.max(...underAllT) : Math.min(...side.together_rates)) : null;
+const tNote = side?.together_rates?.length && !underAllT.length ? " (not below every knee on this run)" : "";
+const t0 = tRate !== null ? side.summary_together?.[tRate] : null;
+if (t0) {
+  const c = t0.compare;
+  const w = t0.workers;
+  const how = `${tRate}/s each${tNote}, the four Workers loaded in turn by one generator, median of ${t0.rounds} per-round ratios`;
+  const above = (k) => `edge-decider above in ${c[k].a_worse_rounds} of ${t0.rounds} rounds`;
+  p(`| p99 edge-decider / empty Worker at ${how} | ${f(c["ours/floor"].p99_ratio, 3)} (${above("ours/floor")}; medians ${ms(w.ours.p99_us)} ms / ${ms(w.floor.p99_us)} ms) | ≤ 1.15 | ${verdict(c["ours/floor"].p99_ratio <= 1.15)} |`);
+  p(`| p99 edge-decider / plain-JS Worker at ${how} | ${f(c["ours/js"].p99_ratio, 3)} (${above("ours/js")}; medians ${ms(w.ours.p99_us)} ms / ${ms(w.js.p99_us)} ms) | ≤ 1.00 | ${verdict(c["ours/js"].p99_ratio <= 1.0)} |`);
+  p(`| A/A control, the same: p99 of a second empty Worker / the empty Worker (same build; the noise band of the ratios above) | ${f(c["floor_b/floor"].p99_ratio, 3)} (above in ${c["floor_b/floor"].a_worse_rounds} of ${t0.rounds} rounds) | – | measured |`);
+  p(`| the same: workerd CPU per request, edge-decider / empty Worker; / plain-JS Worker (median of per-round ratios) | ${f(c["ours/floor"].cpu_ratio, 3)}; ${f(c["ours/js"].cpu_ratio, 3)} (${f(w.ours.workerd_cpu_us, 0)} / ${f(w.floor.workerd_cpu_us, 0)} / ${f(w.js.workerd_cpu_us, 0)} µs) | – | measured |`);
 }
-if (s0?.floor_b) {
-  p(`| A/A control: p99 of a second empty Worker / the empty Worker at ${belowKnee}/s, ${own} (same build; the noise band of the p99 ratios above) | ${f(ratio(s0.floor_b.p99_us, s0.floor.p99_us), 3)} (${ms(s0.floor_b.p99_us)} ms / ${ms(s0.floor.p99_us)} ms) | – | measured |`);
+// Loaded one after the other: reported beside the claims.
+if (s0) {
+  p(`| loaded one after the other at ${belowKnee}/s${belowNote}, ${own}: p99 edge-decider / empty Worker; / plain-JS Worker; A/A control (medians over the rounds) | ${f(rOursFloorP99, 3)}; ${f(rOursJsP99, 3)}; ${s0.floor_b ? f(ratio(s0.floor_b.p99_us, s0.floor.p99_us), 3) : "–"} (${ms(s0.ours.p99_us)} / ${ms(s0.floor.p99_us)} / ${ms(s0.js.p99_us)} ms) | – | measured |`);
 }
 if (s0 && s0.ours.workerd_cpu_us) {
   const cpu = (n) => s0[n].workerd_cpu_us;
-  p(`| workerd CPU per request at ${belowKnee}/s, ${own}, edge-decider / empty Worker; / plain-JS Worker | ${f(ratio(cpu("ours"), cpu("floor")), 3)}; ${f(ratio(cpu("ours"), cpu("js")), 3)} (${f(cpu("ours"), 0)} / ${f(cpu("floor"), 0)} / ${f(cpu("js"), 0)} µs) | – | measured |`);
-}
-// The same rate with the two Workers of each pair loaded at the same time: reported beside
-// the claims, not as them.
-for (const rate of side?.paired_rates ?? []) {
-  const sp = side.summary_paired?.[rate];
-  if (!sp) continue;
-  const pr = (k) => (sp[k] ? `${f(sp[k].p99_ratio, 3)} (a above in ${sp[k].a_worse_rounds} of ${sp[k].rounds} rounds)` : "–");
-  p(`| the same at ${rate}/s with the two Workers loaded at the same time, median of per-round ratios: p99 edge-decider / empty Worker; / plain-JS Worker; A/A control | ${pr("ours/floor")}; ${pr("ours/js")}; ${pr("floor_b/floor")} | – | measured |`);
+  p(`| the same: workerd CPU per request, edge-decider / empty Worker; / plain-JS Worker | ${f(ratio(cpu("ours"), cpu("floor")), 3)}; ${f(ratio(cpu("ours"), cpu("js")), 3)} (${f(cpu("ours"), 0)} / ${f(cpu("floor"), 0)} / ${f(cpu("js"), 0)} µs) | – | measured |`);
 }
 // The same comparison through Miniflare's entry Worker (what `wrangler dev` adds): reported
 // beside the claims, not as them (see "Which socket" below).
@@ -149,24 +155,23 @@ if (side) {
     p();
     table(side.summary_entry[rate]);
   }
-  for (const rate of side.paired_rates ?? []) {
-    const sp = side.summary_paired?.[rate];
-    if (!sp) continue;
-    p(`### ${rate} requests/s, two Workers loaded at the same time (paired)`);
+  for (const rate of side.together_rates ?? []) {
+    const st = side.summary_together?.[rate];
+    if (!st) continue;
+    p(`### ${rate} requests/s each, the four Workers loaded in turn by one generator (the p99 claims are judged here)`);
     p();
-    p("Each pair is loaded together, each Worker on its own socket by its own generator at this rate, once per round,");
-    p("after the rounds above. Loaded one after the other, a burst of this machine's noise (a whole measurement with");
-    p("a p50 above 2 ms) falls on whichever Worker runs then; loaded together, both get it. The ratio is taken per");
-    p("round and its median is shown, as for the load generators' agreement; the A/A pair is the noise band. Two");
-    p("workerd and two generators at once also compete for this machine's two cores, for both Workers alike. The");
-    p("claims above are judged on the rounds above, as this report's rule has been; these are measured beside them.");
+    p(`One \`decider loadtest\` with one \`--url\` per Worker sends to the four Workers in turn, each at ${rate}/s (${4 * rate}/s in all),`);
+    p(`for ${side.together_duration} per round after the rounds above, the turn order rotating: a stall of this machine falls on all four`);
+    p("within a few milliseconds, where Workers loaded one after the other each get their own seconds of it. The ratios are");
+    p("taken per round (the Workers of a round shared its seconds) and their median is shown; the A/A pair is the noise band.");
     p();
-    p("| pair (a / b) | p99 ratio a/b, median of rounds | rounds with a's p99 above b's | p99 ms a / b (medians) | p50 ratio a/b | CPU µs/req a / b | per-round p99 ratios |");
-    p("|---|---|---|---|---|---|---|");
-    for (const [key, v] of Object.entries(sp)) {
+    table(st.workers);
+    p("| comparison (a / b) | p99 ratio, median of rounds | rounds with a's p99 above b's | p50 ratio | CPU ratio | per-round p99 ratios |");
+    p("|---|---|---|---|---|---|");
+    for (const [key, v] of Object.entries(st.compare)) {
       const [a, b] = key.split("/");
       const per = v.p99_ratio_per_round.map((x) => f(x, 2)).join(", ");
-      p(`| ${side.labels[a]} / ${side.labels[b]} | ${f(v.p99_ratio, 3)} | ${v.a_worse_rounds} of ${v.rounds} | ${ms(v.a.p99_us)} / ${ms(v.b.p99_us)} | ${f(v.p50_ratio, 3)} | ${f(v.a.workerd_cpu_us, 0)} / ${f(v.b.workerd_cpu_us, 0)} | ${per} |`);
+      p(`| ${side.labels[a]} / ${side.labels[b]} | ${f(v.p99_ratio, 3)} | ${v.a_worse_rounds} of ${st.rounds} | ${f(v.p50_ratio, 3)} | ${f(v.cpu_ratio, 3)} | ${per} |`);
     }
     p();
   }
@@ -181,7 +186,8 @@ if (side) {
   p("straight into the Worker's isolate), and the run through the entry Worker is shown beside them, measured in");
   p("the same run, not dropped.");
   p();
-  p(`### Knees (step ramp ${side.step} requests/s, ${side.step_duration} per step; knee = first step with p99 above ${side.p99_limit} or any error)`);
+  const confirm = side.knee_confirm ?? 1;
+  p(`### Knees (step ramp ${side.step} requests/s, ${side.step_duration} per step; knee = first step with p99 above ${side.p99_limit} or any error${confirm > 1 ? `, and the next ${confirm - 1} step(s) as well` : ""})`);
   p();
   p("The limit sits above the p99 this shared machine shows at low rates from scheduling noise alone, so that a");
   p("knee marks saturation (the queue growing) rather than a noisy second. `BENCH_P99_LIMIT` changes it.");

@@ -3,8 +3,9 @@
 // few rounds, warmed to steady state) and loaded on a socket of its own (no proxy isolate in front, as on Cloudflare), driven by
 // the same load generator (`decider loadtest`) at the same fixed rates, interleaved round
 // by round so machine noise falls on all three alike (with a second copy of the empty
-// Worker as an A/A control at the fixed rates), then the same rate with two Workers loaded at
-// once (BENCH_PAIRED_RATES: ours with the floor, ours with JS, the A/A pair); then a step ramp for each knee, then
+// Worker as an A/A control at the fixed rates), then all four loaded together by one generator
+// whose requests go to them in turn (BENCH_TOGETHER_RATES, each Worker at that rate; the p99
+// claims are judged on this); then a step ramp for each knee (confirmed by the next step), then
 // cold starts (a fresh workerd to its first decision), then wasm sizes. Each fixed-rate
 // measurement also reads the workerd process's CPU time, reported per request: unlike a
 // p99, it counts work rather than waiting, so machine noise moves it far less. The rates in
@@ -12,12 +13,13 @@
 // Worker proxies each request (what `wrangler dev` adds; bench/workers.mjs `start`).
 //
 // usage: node bench/side_by_side.mjs --loadtest PATH [--out FILE]
-//   env: BENCH_RATES="100,400"  BENCH_ENTRY_RATES="400"  BENCH_PAIRED_RATES="400"  BENCH_DURATION=5s  BENCH_WARMUP=1s  BENCH_ROUNDS=9  BENCH_PREWARM=30s
-//        BENCH_PREWARM_RATE=800  BENCH_RESTART_EVERY=3  BENCH_STEP=200:3000:200  BENCH_STEP_DURATION=2s  BENCH_P99_LIMIT=50ms  BENCH_COLD=5
+//   env: BENCH_RATES="100,400"  BENCH_ENTRY_RATES="400"  BENCH_TOGETHER_RATES="100,200"  BENCH_TOGETHER_DURATION=10s
+//        BENCH_DURATION=5s  BENCH_WARMUP=1s  BENCH_ROUNDS=9  BENCH_PREWARM=30s  BENCH_PREWARM_RATE=800  BENCH_RESTART_EVERY=3
+//        BENCH_STEP=200:3000:200  BENCH_STEP_DURATION=2s  BENCH_P99_LIMIT=50ms  BENCH_KNEE_CONFIRM=2  BENCH_COLD=5
 import { readFileSync, writeFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import path from "node:path";
-import { BODY_FILE, HERE, ROOT, WORKERS, arg, loadtest as run, loadtestArg, measure, median, start } from "./workers.mjs";
+import { BODY_FILE, HERE, ROOT, WORKERS, arg, cpuNs, loadtest as run, loadtestArg, measure, median, start } from "./workers.mjs";
 
 const LOADTEST = loadtestArg("node bench/side_by_side.mjs --loadtest PATH [--out FILE]");
 const env = (k, d) => process.env[k] ?? d;
@@ -33,17 +35,22 @@ const COLD = Number(env("BENCH_COLD", "5"));
 const PREWARM = env("BENCH_PREWARM", "30s");
 const PREWARM_RATE = env("BENCH_PREWARM_RATE", "800");
 const RESTART_EVERY = Number(env("BENCH_RESTART_EVERY", "3"));
-const PAIRED_RATES = env("BENCH_PAIRED_RATES", "400").split(",").filter(Boolean).map(Number);
+const TOGETHER_RATES = env("BENCH_TOGETHER_RATES", "100,200").split(",").filter(Boolean).map(Number);
+const TOGETHER_DURATION = env("BENCH_TOGETHER_DURATION", "10s");
+const KNEE_CONFIRM = env("BENCH_KNEE_CONFIRM", "2");
 const log = (...a) => console.error("[side-by-side]", ...a);
 const NAMES = ["ours", "floor", "js"];
 // The fixed rates also run the A/A control (see WORKERS.floor_b).
 const FIXED = [...NAMES, "floor_b"];
-// Paired: two Workers loaded at the same time, each by its own generator at the same rate,
-// on their own sockets. The sequential rounds above give each Worker its own 6 s, and on
-// this machine a burst of host noise (p50 above 2 ms for a whole measurement) lands on
-// whichever Worker is loaded then; loaded together, both get it. The ratio is taken per
-// round (as the load generators' agreement is), and the A/A pair shows the noise band.
-const PAIRS = [["ours", "floor"], ["ours", "js"], ["floor_b", "floor"]];
+// Together: the four Workers (each in its own workerd, on its own socket) loaded by one
+// generator whose requests go to them in turn (`decider loadtest` with one --url per
+// Worker; the turn order rotates every round of sends), each at the rate. Loaded one after
+// the other, each Worker gets its own seconds of this machine, and a burst of host noise (a
+// whole measurement with p50 above 2 ms) lands on whichever Worker runs then; loaded in
+// turn, a stall falls on all four within a millisecond or two. Two generators at once (the
+// paired loading this replaced) competed with each other for the two cores and showed an
+// A/A ratio of 1.83. Four Workers at 400/s each (1,600/s in all) saturated this machine
+// (p99 45–250 ms for every Worker), hence the lower rates.
 
 const body = readFileSync(BODY_FILE, "utf8");
 async function decideOnce(url) {
@@ -73,8 +80,8 @@ const loadtest = (url, extra) => run(LOADTEST, url, extra);
 const PLAN = [...RATES.map((rate) => ({ rate, via: "direct" })), ...ENTRY_RATES.map((rate) => ({ rate, via: "entry" }))];
 const fixed = { direct: {}, entry: {} }; // via -> rate -> name -> [step reports]
 for (const { rate, via } of PLAN) fixed[via][rate] = Object.fromEntries(FIXED.map((n) => [n, []]));
-const paired = {}; // rate -> "a/b" -> [[step report of a, step report of b]]
-for (const rate of PAIRED_RATES) paired[rate] = Object.fromEntries(PAIRS.map(([a, b]) => [`${a}/${b}`, []]));
+const together = {}; // rate -> name -> [step reports], one per round
+for (const rate of TOGETHER_RATES) together[rate] = Object.fromEntries(FIXED.map((n) => [n, []]));
 const running = {};
 for (let round = 0; round < ROUNDS; round++) {
   if (round % RESTART_EVERY === 0) {
@@ -95,13 +102,20 @@ for (let round = 0; round < ROUNDS; round++) {
       log(`round ${round + 1} ${via} rate ${rate}/s ${n}: p50 ${s.latency?.p50_us} µs p99 ${s.latency?.p99_us} µs cpu ${s.workerd_cpu_us?.toFixed(1)} µs/req errors ${JSON.stringify(s.errors)}`);
     }
   }
-  for (const rate of PAIRED_RATES) {
-    for (const [a, b] of PAIRS.map((_, i) => PAIRS[(i + round) % PAIRS.length])) {
-      const extra = ["--rate", String(rate), "--duration", DURATION, "--warmup", WARMUP];
-      const [sa, sb] = await Promise.all([measure(LOADTEST, running[a], extra), measure(LOADTEST, running[b], extra)]);
-      paired[rate][`${a}/${b}`].push([sa, sb]);
-      log(`round ${round + 1} paired rate ${rate}/s ${a} with ${b}: p99 ${sa.latency?.p99_us} / ${sb.latency?.p99_us} µs, p50 ${sa.latency?.p50_us} / ${sb.latency?.p50_us} µs`);
-    }
+  for (const rate of TOGETHER_RATES) {
+    // The first --url rotates with the round too (the generator's turn order rotates anyway).
+    const names = FIXED.map((_, i) => FIXED[(i + round) % FIXED.length]);
+    const c0 = names.map((n) => cpuNs(running[n].pid));
+    const r = await loadtest(running[names[0]].url, [...names.slice(1).flatMap((n) => ["--url", running[n].url]), "--rate", String(rate), "--duration", TOGETHER_DURATION, "--warmup", WARMUP]);
+    const c1 = names.map((n) => cpuNs(running[n].pid));
+    const targets = r.targets ?? [{ url: r.url, steps: r.steps }];
+    names.forEach((n, i) => {
+      const s = targets[i].steps[0];
+      const requests = s.responses + s.target_rate * (r.warmup_s ?? 0);
+      s.workerd_cpu_us = c0[i] !== null && c1[i] !== null && requests > 0 ? (c1[i] - c0[i]) / 1e3 / requests : null;
+      together[rate][n].push(s);
+    });
+    log(`round ${round + 1} together rate ${rate}/s each: ` + names.map((n, i) => `${n} p50 ${targets[i].steps[0].latency?.p50_us} p99 ${targets[i].steps[0].latency?.p99_us} µs`).join(", "));
   }
 }
 // The last processes stay up for the knees.
@@ -109,7 +123,7 @@ for (let round = 0; round < ROUNDS; round++) {
 // ---- knees ---------------------------------------------------------------------------
 const knees = {};
 for (const n of NAMES) {
-  const r = await loadtest(running[n].url, ["--step", STEP, "--duration", STEP_DURATION, "--warmup", WARMUP, "--p99-limit", P99_LIMIT]);
+  const r = await loadtest(running[n].url, ["--step", STEP, "--duration", STEP_DURATION, "--warmup", WARMUP, "--p99-limit", P99_LIMIT, "--knee-confirm", KNEE_CONFIRM]);
   knees[n] = { knee: r.knee, steps: r.steps.map((s) => ({ rate: s.target_rate, p50_us: s.latency?.p50_us, p99_us: s.latency?.p99_us, errors: s.errors, achieved: s.achieved_rate })) };
   log(`${n} knee: ${r.knee ? `${r.knee.rate}/s (${r.knee.reason})` : `none up to ${r.steps.at(-1).target_rate}/s`}`);
 }
@@ -165,29 +179,31 @@ function summarise(runs) {
 const summary = summarise(fixed.direct);
 const summaryEntry = summarise(fixed.entry);
 
-/** Per pair and rate: medians over the rounds of each side and of the per-round ratios a/b. */
-function summarisePaired(runs) {
+/**
+ * Per rate of the together measurement: each Worker's medians over the rounds, and the
+ * median of the per-round p99 and p50 ratios of each comparison (ours / floor, ours / JS, and
+ * the A/A control floor_b / floor): the Workers of one round shared its seconds.
+ */
+function summariseTogether(runs) {
   const out = {};
-  for (const [rate, byPair] of Object.entries(runs)) {
-    out[rate] = {};
-    for (const [key, rounds] of Object.entries(byPair)) {
-      const q = (i, k) => rounds.map((r) => r[i].latency?.[k]);
-      const perRound = (k) => rounds.map((r) => (r[0].latency?.[k] && r[1].latency?.[k] ? r[0].latency[k] / r[1].latency[k] : null));
-      out[rate][key] = {
-        a: { p50_us: median(q(0, "p50_us")), p99_us: median(q(0, "p99_us")), workerd_cpu_us: median(rounds.map((r) => r[0].workerd_cpu_us)) },
-        b: { p50_us: median(q(1, "p50_us")), p99_us: median(q(1, "p99_us")), workerd_cpu_us: median(rounds.map((r) => r[1].workerd_cpu_us)) },
-        p50_ratio: median(perRound("p50_us")),
-        p99_ratio: median(perRound("p99_us")),
-        p99_ratio_per_round: perRound("p99_us"),
-        a_worse_rounds: rounds.filter((r) => r[0].latency?.p99_us > r[1].latency?.p99_us).length,
-        rounds: rounds.length,
-        errors: rounds.reduce((acc, r) => acc + r.reduce((x, st) => x + Object.values(st.errors).reduce((y, z) => y + z, 0), 0), 0),
-      };
-    }
+  for (const [rate, byName] of Object.entries(runs)) {
+    const perRound = (a, b, k) => byName[a].map((s, i) => (s.latency?.[k] && byName[b][i]?.latency?.[k] ? s.latency[k] / byName[b][i].latency[k] : null));
+    const cmp = (a, b) => ({
+      p99_ratio: median(perRound(a, b, "p99_us")),
+      p50_ratio: median(perRound(a, b, "p50_us")),
+      p99_ratio_per_round: perRound(a, b, "p99_us"),
+      a_worse_rounds: perRound(a, b, "p99_us").filter((x) => x > 1).length,
+      cpu_ratio: median(byName[a].map((s, i) => (s.workerd_cpu_us && byName[b][i]?.workerd_cpu_us ? s.workerd_cpu_us / byName[b][i].workerd_cpu_us : null))),
+    });
+    out[rate] = {
+      workers: summarise({ [rate]: byName })[rate],
+      rounds: byName.ours.length,
+      compare: { "ours/floor": cmp("ours", "floor"), "ours/js": cmp("ours", "js"), "floor_b/floor": cmp("floor_b", "floor") },
+    };
   }
   return out;
 }
-const summaryPaired = summarisePaired(paired);
+const summaryTogether = summariseTogether(together);
 const result = {
   runtime: `workerd via miniflare ${JSON.parse(readFileSync(path.join(ROOT, "node_modules/miniflare/package.json"), "utf8")).version}`,
   load_generator: LOADTEST,
@@ -203,13 +219,15 @@ const result = {
   step: STEP,
   step_duration: STEP_DURATION,
   p99_limit: P99_LIMIT,
+  knee_confirm: Number(KNEE_CONFIRM),
   labels: Object.fromEntries(FIXED.map((n) => [n, WORKERS[n].label])),
   summary,
   summary_entry: summaryEntry,
-  paired_rates: PAIRED_RATES,
-  summary_paired: summaryPaired,
+  together_rates: TOGETHER_RATES,
+  together_duration: TOGETHER_DURATION,
+  summary_together: summaryTogether,
   rounds_detail: fixed,
-  paired_detail: paired,
+  together_detail: together,
   knees,
   cold: Object.fromEntries(
     NAMES.map((n) => [
@@ -226,4 +244,4 @@ const result = {
 };
 const out = arg("out");
 if (out) writeFileSync(out, JSON.stringify(result, null, 2) + "\n");
-console.log(JSON.stringify({ direct: result.summary, entry: result.summary_entry, paired: result.summary_paired }, null, 2));
+console.log(JSON.stringify({ direct: result.summary, entry: result.summary_entry, together: result.summary_together }, null, 2));

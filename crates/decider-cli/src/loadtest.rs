@@ -12,6 +12,12 @@
 //! measurement per rate and reports the knee: the first step whose p99 exceeds
 //! `--p99-limit` or that saw any error.
 //!
+//! `--url` may be given several times to load several targets in one schedule: each gets
+//! `--rate`, and their requests take turns (the order rotates every round, so no target is
+//! always first). A stall of the machine then falls on every target alike, which makes their
+//! latencies comparable even where the machine is too noisy for separate runs to be. Each
+//! target has its own connections, histogram and knee.
+//!
 //! Everything is bounded: at most `rate × duration` requests per step (plus warmup), every
 //! request ends by its scheduled time + `--timeout`, and at most `--connections` sockets
 //! are open at once.
@@ -44,6 +50,8 @@ const MAX_DURATION: Duration = Duration::from_secs(3600);
 const MAX_REQUESTS: u64 = 50_000_000;
 /// Largest accepted number of steps.
 const MAX_STEPS: usize = 1000;
+/// Largest accepted number of `--url` targets.
+const MAX_TARGETS: usize = 16;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -54,6 +62,10 @@ Examples:
   decider loadtest --url http://127.0.0.1:8787/v1/decide --body state.json \\
       --step 200:2000:200 --duration 5s --p99-limit 5ms --json
 
+  # two Workers loaded in turn by one schedule, 200/s each: a stall of the machine falls on both
+  decider loadtest --url http://127.0.0.1:8787/v1/decide --url http://127.0.0.1:8788/v1/decide \\
+      --body state.json --rate 200 --duration 30s
+
 Latency is measured from each request's scheduled send time (open loop), so queueing at a
 saturated target is counted. A --body implies POST and, unless a content-type header is
 given, `content-type: application/json`.";
@@ -62,9 +74,10 @@ given, `content-type: application/json`.";
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = EXAMPLES)]
 pub struct LoadtestArgs {
-    /// Target URL, http only (e.g. http://127.0.0.1:8787/v1/decide).
-    #[arg(long)]
-    pub url: String,
+    /// Target URL, http only (e.g. http://127.0.0.1:8787/v1/decide). Repeat it to load
+    /// several targets in one interleaved schedule, each at --rate.
+    #[arg(long, required = true, value_name = "URL")]
+    pub url: Vec<String>,
     /// HTTP method [default: POST with --body, GET without].
     #[arg(long, short = 'X')]
     pub method: Option<String>,
@@ -89,6 +102,10 @@ pub struct LoadtestArgs {
     /// A step whose p99 is above this (or that has any error) is the knee.
     #[arg(long, default_value = "10ms", value_parser = parse_duration)]
     pub p99_limit: Duration,
+    /// A knee needs this many consecutive steps over the limit (the knee is the first of
+    /// them), so that one noisy step on a shared machine does not set it.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub knee_confirm: usize,
     /// Keep ramping after the knee instead of stopping there.
     #[arg(long)]
     pub no_stop_at_knee: bool,
@@ -175,36 +192,26 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// The validated request and schedule.
+/// Where requests go: one `--url`, resolved.
 #[derive(Debug, Clone)]
-struct Plan {
+struct Target {
     url: String,
     addr: SocketAddr,
     authority: String,
     path: String,
-    method: Method,
-    headers: HeaderMap,
-    body: Bytes,
-    rates: Vec<f64>,
-    duration: Duration,
-    warmup: Duration,
-    p99_limit: Duration,
-    stop_at_knee: bool,
-    connections: usize,
-    timeout: Duration,
 }
 
-impl Plan {
-    fn from_args(a: &LoadtestArgs) -> anyhow::Result<Plan> {
-        let Some(rest) = a.url.strip_prefix("http://") else {
-            bail!("--url must start with http:// (got {:?})", a.url);
+impl Target {
+    fn parse(url: &str) -> anyhow::Result<Target> {
+        let Some(rest) = url.strip_prefix("http://") else {
+            bail!("--url must start with http:// (got {url:?})");
         };
         let (authority, path) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, "/"),
         };
         if authority.is_empty() {
-            bail!("--url has no host: {:?}", a.url);
+            bail!("--url has no host: {url:?}");
         }
         let with_port = if authority
             .rsplit_once(':')
@@ -219,6 +226,48 @@ impl Plan {
             .with_context(|| format!("cannot resolve {authority:?}"))?
             .next()
             .with_context(|| format!("{authority:?} resolves to no address"))?;
+        Ok(Target {
+            url: url.to_string(),
+            addr,
+            authority: authority.to_string(),
+            path: path.to_string(),
+        })
+    }
+}
+
+/// The validated request and schedule.
+#[derive(Debug, Clone)]
+struct Plan {
+    targets: Vec<Target>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+    rates: Vec<f64>,
+    duration: Duration,
+    warmup: Duration,
+    p99_limit: Duration,
+    stop_at_knee: bool,
+    knee_confirm: usize,
+    connections: usize,
+    timeout: Duration,
+}
+
+impl Plan {
+    fn from_args(a: &LoadtestArgs) -> anyhow::Result<Plan> {
+        if a.url.is_empty() {
+            bail!("--url is required");
+        }
+        if a.url.len() > MAX_TARGETS {
+            bail!(
+                "--url given {} times, at most {MAX_TARGETS} targets",
+                a.url.len()
+            );
+        }
+        let targets = a
+            .url
+            .iter()
+            .map(|u| Target::parse(u))
+            .collect::<anyhow::Result<Vec<_>>>()?;
         let method = match &a.method {
             Some(m) => Method::from_bytes(m.to_ascii_uppercase().as_bytes())
                 .map_err(|_| anyhow::anyhow!("--method {m:?} is not an HTTP method"))?,
@@ -252,17 +301,27 @@ impl Plan {
             Some(s) => s.rates(),
             None => vec![a.rate],
         };
+        let per_target_max = MAX_RATE / targets.len() as f64;
         if let Some(r) = rates
             .iter()
-            .find(|r| !(r.is_finite() && **r > 0.0 && **r <= MAX_RATE))
+            .find(|r| !(r.is_finite() && **r > 0.0 && **r <= per_target_max))
         {
-            bail!("rate must be in (0, {MAX_RATE}] requests/s, got {r}");
+            bail!(
+                "rate must be in (0, {per_target_max}] requests/s per target ({} target(s)), got {r}",
+                targets.len()
+            );
         }
         if a.duration.is_zero() {
             bail!("--duration must be > 0");
         }
         if a.timeout.is_zero() {
             bail!("--timeout must be > 0");
+        }
+        if a.knee_confirm == 0 || a.knee_confirm > MAX_STEPS {
+            bail!(
+                "--knee-confirm must be 1..={MAX_STEPS}, got {}",
+                a.knee_confirm
+            );
         }
         if a.connections == 0 || a.connections > 10_000 {
             bail!("--connections must be 1..=10000, got {}", a.connections);
@@ -272,14 +331,12 @@ impl Plan {
             .map(|r| r * a.duration.as_secs_f64())
             .sum::<f64>()
             + rates[0] * a.warmup.as_secs_f64();
+        let total = total * targets.len() as f64;
         if total > MAX_REQUESTS as f64 {
             bail!("this run would send {total:.0} requests, more than the {MAX_REQUESTS} allowed");
         }
         Ok(Plan {
-            url: a.url.clone(),
-            addr,
-            authority: authority.to_string(),
-            path: path.to_string(),
+            targets,
             method,
             headers,
             body,
@@ -288,6 +345,7 @@ impl Plan {
             warmup: a.warmup,
             p99_limit: a.p99_limit,
             stop_at_knee: !a.no_stop_at_knee,
+            knee_confirm: a.knee_confirm,
             connections: a.connections,
             timeout: a.timeout,
         })
@@ -357,10 +415,22 @@ pub struct Knee {
     pub reason: String,
 }
 
-/// The whole run.
+/// The measurements of one target.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TargetReport {
+    /// Its URL.
+    pub url: String,
+    /// One entry per rate, in order.
+    pub steps: Vec<StepReport>,
+    /// Its knee, when a step crossed the limit.
+    pub knee: Option<Knee>,
+}
+
+/// The whole run. `url`, `steps` and `knee` are the first target's; with several `--url`s,
+/// `targets` has every target's, in `--url` order (the first included).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
-    /// Target URL.
+    /// Target URL (the first).
     pub url: String,
     /// HTTP method.
     pub method: String,
@@ -378,31 +448,60 @@ pub struct Report {
     pub steps: Vec<StepReport>,
     /// The knee, when a step crossed the limit.
     pub knee: Option<Knee>,
+    /// Every target, when there are several.
+    #[serde(skip_serializing_if = "single")]
+    pub targets: Vec<TargetReport>,
 }
 
-/// The first step whose p99 exceeds `limit` or that has any error.
-pub fn find_knee(steps: &[StepReport], limit: Duration) -> Option<Knee> {
+fn single(t: &[TargetReport]) -> bool {
+    t.len() <= 1
+}
+
+/// Why one step is over the limit (p99 above it, or any error), or `None`.
+fn over_limit(s: &StepReport, limit_us: u64) -> Option<String> {
+    let errors = s.error_count();
+    if errors > 0 {
+        let kinds: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        return Some(format!("{errors} error(s): {}", kinds.join(", ")));
+    }
+    match s.latency {
+        Some(l) if l.p99_us > limit_us => Some(format!(
+            "p99 {} above the {} limit",
+            fmt_ms(l.p99_us),
+            fmt_ms(limit_us)
+        )),
+        _ => None,
+    }
+}
+
+/// The knee: the first of `confirm` consecutive steps that are all over the limit (p99
+/// above `limit`, or any error). Over-limit steps that run to the end of the ramp before
+/// `confirm` of them are a knee too: the ramp ended, not the overload. With `confirm` 1,
+/// the first over-limit step.
+pub fn find_knee(steps: &[StepReport], limit: Duration, confirm: usize) -> Option<Knee> {
+    knee_in(steps, limit, confirm, true)
+}
+
+/// [`find_knee`]; with `ramp_done` false, over-limit steps at the end of `steps` are not a
+/// knee until `confirm` of them are in (the ramp goes on).
+fn knee_in(steps: &[StepReport], limit: Duration, confirm: usize, ramp_done: bool) -> Option<Knee> {
     let limit_us = limit.as_micros() as u64;
-    steps.iter().find_map(|s| {
-        let errors = s.error_count();
-        if errors > 0 {
-            let kinds: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
-            return Some(Knee {
-                rate: s.target_rate,
-                reason: format!("{errors} error(s): {}", kinds.join(", ")),
-            });
-        }
-        match s.latency {
-            Some(l) if l.p99_us > limit_us => Some(Knee {
-                rate: s.target_rate,
-                reason: format!(
-                    "p99 {} above the {} limit",
-                    fmt_ms(l.p99_us),
-                    fmt_ms(limit_us)
-                ),
-            }),
-            _ => None,
-        }
+    let confirm = confirm.max(1);
+    (0..steps.len()).find_map(|i| {
+        let reason = over_limit(&steps[i], limit_us)?;
+        let run = &steps[i..steps.len().min(i + confirm)];
+        let complete = ramp_done || run.len() == confirm;
+        (complete && run.iter().all(|s| over_limit(s, limit_us).is_some())).then(|| Knee {
+            rate: steps[i].target_rate,
+            reason: if run.len() > 1 {
+                format!(
+                    "{reason}; over the limit in the next {} step(s) too",
+                    run.len() - 1
+                )
+            } else {
+                reason
+            },
+        })
     })
 }
 
@@ -428,12 +527,13 @@ fn execute(plan: &Plan) -> anyhow::Result<Report> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let total: u64 = Plan::count(plan.rates[0], plan.warmup)
+    let total: u64 = (Plan::count(plan.rates[0], plan.warmup)
         + plan
             .rates
             .iter()
             .map(|r| Plan::count(*r, plan.duration))
-            .sum::<u64>();
+            .sum::<u64>())
+        * plan.targets.len() as u64;
     let bar = if std::io::stderr().is_terminal() {
         let b = ProgressBar::new(total);
         b.set_style(
@@ -446,37 +546,57 @@ fn execute(plan: &Plan) -> anyhow::Result<Report> {
     } else {
         ProgressBar::hidden()
     };
-    let client = Arc::new(Client::new(plan));
-    let mut steps = Vec::new();
+    let clients: Vec<Arc<Client>> = (0..plan.targets.len())
+        .map(|t| Arc::new(Client::new(plan, t)))
+        .collect();
+    let mut steps: Vec<Vec<StepReport>> = vec![Vec::new(); clients.len()];
     rt.block_on(async {
         if !plan.warmup.is_zero() {
             bar.set_message(format!("warmup at {}/s", plan.rates[0]));
-            run_step(&client, plan.rates[0], plan.warmup, &bar).await;
+            run_step(&clients, plan.rates[0], plan.warmup, &bar).await;
         }
         for &rate in &plan.rates {
             bar.set_message(format!("{rate}/s"));
-            let s = run_step(&client, rate, plan.duration, &bar).await;
-            steps.push(s);
+            for (mine, s) in steps
+                .iter_mut()
+                .zip(run_step(&clients, rate, plan.duration, &bar).await)
+            {
+                mine.push(s);
+            }
+            // A ramp stops once every target has its knee.
             if plan.stop_at_knee
                 && plan.rates.len() > 1
-                && find_knee(&steps, plan.p99_limit).is_some()
+                && steps
+                    .iter()
+                    .all(|s| knee_in(s, plan.p99_limit, plan.knee_confirm, false).is_some())
             {
                 break;
             }
         }
     });
     bar.finish_and_clear();
-    let knee = find_knee(&steps, plan.p99_limit);
+    let targets: Vec<TargetReport> = plan
+        .targets
+        .iter()
+        .zip(steps)
+        .map(|(t, steps)| TargetReport {
+            url: t.url.clone(),
+            knee: find_knee(&steps, plan.p99_limit, plan.knee_confirm),
+            steps,
+        })
+        .collect();
+    let first = targets[0].clone();
     Ok(Report {
-        url: plan.url.clone(),
+        url: first.url,
         method: plan.method.to_string(),
         connections: plan.connections,
         warmup_s: plan.warmup.as_secs_f64(),
         duration_s: plan.duration.as_secs_f64(),
         timeout_ms: plan.timeout.as_secs_f64() * 1e3,
         p99_limit_us: plan.p99_limit.as_micros() as u64,
-        steps,
-        knee,
+        steps: first.steps,
+        knee: first.knee,
+        targets,
     })
 }
 
@@ -487,18 +607,21 @@ enum Outcome {
     Failed(&'static str),
 }
 
-/// A small HTTP/1.1 connection pool: idle connections are reused most-recent first, new ones
-/// are opened on demand up to the cap, and a request waits for a permit otherwise.
+/// A small HTTP/1.1 connection pool for one target: idle connections are reused most-recent
+/// first, new ones are opened on demand up to the cap, and a request waits for a permit
+/// otherwise.
 struct Client {
     plan: Plan,
+    target: Target,
     permits: Semaphore,
     idle: Mutex<Vec<SendRequest<Full<Bytes>>>>,
 }
 
 impl Client {
-    fn new(plan: &Plan) -> Client {
+    fn new(plan: &Plan, target: usize) -> Client {
         Client {
             plan: plan.clone(),
+            target: plan.targets[target].clone(),
             permits: Semaphore::new(plan.connections),
             idle: Mutex::new(Vec::new()),
         }
@@ -521,7 +644,7 @@ impl Client {
     }
 
     async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, &'static str> {
-        let stream = tokio::net::TcpStream::connect(self.plan.addr)
+        let stream = tokio::net::TcpStream::connect(self.target.addr)
             .await
             .map_err(|_| "connect")?;
         let _ = stream.set_nodelay(true);
@@ -537,11 +660,11 @@ impl Client {
     fn request(&self) -> Request<Full<Bytes>> {
         let mut req = Request::new(Full::new(self.plan.body.clone()));
         *req.method_mut() = self.plan.method.clone();
-        *req.uri_mut() = self.plan.path.parse().unwrap_or_default();
+        *req.uri_mut() = self.target.path.parse().unwrap_or_default();
         let h = req.headers_mut();
         h.clone_from(&self.plan.headers);
         if !h.contains_key(hyper::header::HOST) {
-            if let Ok(v) = hyper::header::HeaderValue::from_str(&self.plan.authority) {
+            if let Ok(v) = hyper::header::HeaderValue::from_str(&self.target.authority) {
                 h.insert(hyper::header::HOST, v);
             }
         }
@@ -615,43 +738,62 @@ struct Tally {
     last_done: Option<Instant>,
 }
 
-/// Runs `rate` requests/s for `d`; returns the step's measurement.
-async fn run_step(client: &Arc<Client>, rate: f64, d: Duration, bar: &ProgressBar) -> StepReport {
+/// Runs `rate` requests/s to each target for `d`; returns each target's measurement, in
+/// target order.
+///
+/// With `k` targets the schedule sends every `1 / (k × rate)`: round `c` sends one request to
+/// each target, starting with target `c mod k`, so each target gets exactly `rate × d`
+/// requests and no target is always first.
+async fn run_step(
+    clients: &[Arc<Client>],
+    rate: f64,
+    d: Duration,
+    bar: &ProgressBar,
+) -> Vec<StepReport> {
+    let k = clients.len();
     let n = Plan::count(rate, d);
-    let tally = Arc::new(Mutex::new(Tally {
-        // 1 µs .. 1 h at 3 significant digits: constant, valid bounds.
-        hist: Histogram::new_with_bounds(1, MAX_DURATION.as_micros() as u64, 3)
-            .expect("valid histogram bounds"),
-        responses: 0,
-        ok: 0,
-        errors: BTreeMap::new(),
-        sources: BTreeMap::new(),
-        last_done: None,
-    }));
-    let interval = Duration::from_secs_f64(1.0 / rate);
+    let tallies: Arc<Vec<Mutex<Tally>>> = Arc::new(
+        (0..k)
+            .map(|_| {
+                Mutex::new(Tally {
+                    // 1 µs .. 1 h at 3 significant digits: constant, valid bounds.
+                    hist: Histogram::new_with_bounds(1, MAX_DURATION.as_micros() as u64, 3)
+                        .expect("valid histogram bounds"),
+                    responses: 0,
+                    ok: 0,
+                    errors: BTreeMap::new(),
+                    sources: BTreeMap::new(),
+                    last_done: None,
+                })
+            })
+            .collect(),
+    );
+    let interval = Duration::from_secs_f64(1.0 / (rate * k as f64));
     // The timer thread owns the schedule: tokio's timer wheel has 1 ms granularity, which
     // would bunch requests at high rates and inflate latency measured from the schedule.
-    let (tx, mut rx) = mpsc::unbounded_channel::<Instant>();
+    let (tx, mut rx) = mpsc::unbounded_channel::<(Instant, usize)>();
     let start = Instant::now() + Duration::from_millis(5);
     let timer = std::thread::spawn(move || {
         let mut max_lag = Duration::ZERO;
-        for i in 0..n {
+        for i in 0..n * k as u64 {
             let at = start + interval.mul_f64(i as f64);
+            let round = i / k as u64;
+            let target = ((i + round) % k as u64) as usize;
             let now = Instant::now();
             if at > now {
                 std::thread::sleep(at - now);
             }
             max_lag = max_lag.max(Instant::now().saturating_duration_since(at));
-            if tx.send(at).is_err() {
+            if tx.send((at, target)).is_err() {
                 break;
             }
         }
         max_lag
     });
     let mut tasks = tokio::task::JoinSet::new();
-    while let Some(at) = rx.recv().await {
-        let client = Arc::clone(client);
-        let tally = Arc::clone(&tally);
+    while let Some((at, target)) = rx.recv().await {
+        let client = Arc::clone(&clients[target]);
+        let tallies = Arc::clone(&tallies);
         let bar = bar.clone();
         let timeout = client.plan.timeout;
         tasks.spawn(async move {
@@ -660,7 +802,7 @@ async fn run_step(client: &Arc<Client>, rate: f64, d: Duration, bar: &ProgressBa
                 .unwrap_or(Outcome::Failed("timeout"));
             let done = Instant::now();
             let us = done.saturating_duration_since(at).as_micros() as u64;
-            let mut t = tally.lock().unwrap_or_else(|e| e.into_inner());
+            let mut t = tallies[target].lock().unwrap_or_else(|e| e.into_inner());
             t.last_done = Some(t.last_done.map_or(done, |l| l.max(done)));
             match outcome {
                 Outcome::Response { status, source } => {
@@ -683,7 +825,24 @@ async fn run_step(client: &Arc<Client>, rate: f64, d: Duration, bar: &ProgressBa
     }
     while tasks.join_next().await.is_some() {}
     let max_lag = timer.join().unwrap_or(Duration::ZERO);
-    let t = tally.lock().unwrap_or_else(|e| e.into_inner());
+    tallies
+        .iter()
+        .map(|t| {
+            let t = t.lock().unwrap_or_else(|e| e.into_inner());
+            step_report(&t, rate, n, d, start, max_lag)
+        })
+        .collect()
+}
+
+/// One target's step measurement from its tally.
+fn step_report(
+    t: &Tally,
+    rate: f64,
+    n: u64,
+    d: Duration,
+    start: Instant,
+    max_lag: Duration,
+) -> StepReport {
     let window = t
         .last_done
         .map_or(d, |l| l.saturating_duration_since(start))
@@ -723,11 +882,35 @@ fn fmt_ms(us: u64) -> String {
 pub fn render_table(r: &Report) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{} {}  open loop, warmup {}s, {}s per rate, ≤{} connections, timeout {} ms",
-        r.method, r.url, r.warmup_s, r.duration_s, r.connections, r.timeout_ms
-    );
+    if r.targets.len() > 1 {
+        let _ = writeln!(
+            out,
+            "{} to {} targets in turn, each at the rate below; open loop, warmup {}s, {}s per rate, ≤{} connections each, timeout {} ms",
+            r.method,
+            r.targets.len(),
+            r.warmup_s,
+            r.duration_s,
+            r.connections,
+            r.timeout_ms
+        );
+        for t in &r.targets {
+            let _ = writeln!(out, "\n{}", t.url);
+            render_steps(&mut out, &t.steps, t.knee.as_ref(), r.p99_limit_us);
+        }
+    } else {
+        let _ = writeln!(
+            out,
+            "{} {}  open loop, warmup {}s, {}s per rate, ≤{} connections, timeout {} ms",
+            r.method, r.url, r.warmup_s, r.duration_s, r.connections, r.timeout_ms
+        );
+        render_steps(&mut out, &r.steps, r.knee.as_ref(), r.p99_limit_us);
+    }
+    out
+}
+
+/// One target's table, sources and knee.
+fn render_steps(out: &mut String, steps: &[StepReport], knee: Option<&Knee>, p99_limit_us: u64) {
+    use std::fmt::Write as _;
     let _ = writeln!(
         out,
         "{:>9} {:>10} {:>8} {:>8} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}",
@@ -742,7 +925,7 @@ pub fn render_table(r: &Report) -> String {
         "p99.9 ms",
         "max ms"
     );
-    for s in &r.steps {
+    for s in steps {
         let ms = |v: u64| format!("{:.3}", v as f64 / 1e3);
         let (p50, p90, p99, p999, max) = match s.latency {
             Some(l) => (
@@ -769,8 +952,8 @@ pub fn render_table(r: &Report) -> String {
             max
         );
     }
-    for s in &r.steps {
-        let prefix = if r.steps.len() > 1 {
+    for s in steps {
+        let prefix = if steps.len() > 1 {
             format!("  at {}/s ", s.target_rate)
         } else {
             String::new()
@@ -789,20 +972,19 @@ pub fn render_table(r: &Report) -> String {
             let _ = writeln!(out, "{prefix}{SOURCE_HEADER}: {}", parts.join(", "));
         }
     }
-    match &r.knee {
+    match knee {
         Some(k) => {
             let _ = writeln!(out, "knee: {}/s ({})", k.rate, k.reason);
         }
         None => {
-            let top = r.steps.last().map_or(0.0, |s| s.target_rate);
+            let top = steps.last().map_or(0.0, |s| s.target_rate);
             let _ = writeln!(
                 out,
                 "knee: none up to {top}/s (p99 limit {})",
-                fmt_ms(r.p99_limit_us)
+                fmt_ms(p99_limit_us)
             );
         }
     }
-    out
 }
 
 #[cfg(test)]
@@ -899,7 +1081,7 @@ mod tests {
 
     fn args(url: String) -> LoadtestArgs {
         LoadtestArgs {
-            url,
+            url: vec![url],
             method: None,
             body: None,
             headers: vec![],
@@ -910,6 +1092,7 @@ mod tests {
             // Generous: tests that expect no knee must not trip over a loaded test machine.
             p99_limit: Duration::from_secs(1),
             no_stop_at_knee: false,
+            knee_confirm: 1,
             connections: 16,
             timeout: Duration::from_secs(2),
             json: false,
@@ -954,6 +1137,87 @@ mod tests {
         let l = s.latency.unwrap();
         assert!(l.p50_us <= l.p90_us && l.p90_us <= l.p99_us && l.p99_us <= l.max_us);
         assert_eq!(r.knee, None);
+    }
+
+    #[test]
+    fn several_targets_share_one_schedule_and_are_measured_apart() {
+        fn fast(_: u64) -> (u16, Duration, Option<&'static str>) {
+            (200, Duration::ZERO, Some("model"))
+        }
+        fn slow(_: u64) -> (u16, Duration, Option<&'static str>) {
+            (200, Duration::from_millis(30), Some("rules"))
+        }
+        fn failing(_: u64) -> (u16, Duration, Option<&'static str>) {
+            (503, Duration::ZERO, None)
+        }
+        let urls = [server(fast), server(slow), server(failing)].map(|a| format!("http://{a}/x"));
+        let mut a = args(urls[0].clone());
+        a.url = urls.to_vec();
+        a.rate = 100.0;
+        a.warmup = Duration::from_millis(100);
+        let r = report(&a);
+        assert_eq!(r.targets.len(), 3);
+        for (t, u) in r.targets.iter().zip(&urls) {
+            assert_eq!(&t.url, u);
+            // Each target gets --rate × --duration, not a third of it.
+            assert_eq!(
+                (t.steps.len(), t.steps[0].sent, t.steps[0].responses),
+                (1, 50, 50)
+            );
+        }
+        let [f, s, e] = [0, 1, 2].map(|i| &r.targets[i].steps[0]);
+        // Each target's histogram and sources are its own.
+        assert_eq!((f.ok, f.sources.get("model")), (50, Some(&50)));
+        assert_eq!((s.ok, s.sources.get("rules")), (50, Some(&50)));
+        assert!(f.latency.unwrap().p50_us < 25_000, "{:?}", f.latency);
+        assert!(s.latency.unwrap().p50_us >= 30_000, "{:?}", s.latency);
+        assert_eq!((e.ok, e.errors.get("status_5xx")), (0, Some(&50)));
+        // The top-level fields are the first target's; the knee is per target.
+        assert_eq!((&r.url, &r.steps), (&urls[0], &r.targets[0].steps));
+        assert_eq!(r.targets[0].knee, None);
+        assert!(r.targets[2]
+            .knee
+            .as_ref()
+            .unwrap()
+            .reason
+            .contains("status_5xx 50"));
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["targets"].as_array().unwrap().len(), 3);
+        assert_eq!(v["targets"][1]["steps"][0]["sources"]["rules"], 50);
+        let table = render_table(&r);
+        assert!(
+            table.contains("3 targets in turn") && table.contains(&urls[2]),
+            "{table}"
+        );
+        // One target: no `targets` field, as before.
+        let one = serde_json::to_value(report(&args(urls[0].clone()))).unwrap();
+        assert!(one.get("targets").is_none());
+    }
+
+    #[test]
+    fn the_interleaved_schedule_rotates_which_target_goes_first() {
+        // Two targets at 20/s each for 400 ms: 16 sends, 25 ms apart, so the servers see them
+        // in schedule order. The turn order rotates every round: a b, b a, a b, ...
+        static ORDER: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+        fn first(_: u64) -> (u16, Duration, Option<&'static str>) {
+            ORDER.lock().unwrap().push(0);
+            (200, Duration::ZERO, None)
+        }
+        fn second(_: u64) -> (u16, Duration, Option<&'static str>) {
+            ORDER.lock().unwrap().push(1);
+            (200, Duration::ZERO, None)
+        }
+        let mut a = args(String::new());
+        a.url = vec![
+            format!("http://{}/", server(first)),
+            format!("http://{}/", server(second)),
+        ];
+        a.rate = 20.0;
+        a.duration = Duration::from_millis(400);
+        let r = report(&a);
+        assert_eq!((r.targets[0].steps[0].ok, r.targets[1].steps[0].ok), (8, 8));
+        let order = ORDER.lock().unwrap().clone();
+        assert_eq!(order, [0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0]);
     }
 
     #[test]
@@ -1075,6 +1339,16 @@ mod tests {
         let table = render_table(&r);
         assert!(table.contains("knee: 200/s"), "{table}");
         assert!(table.contains("x-decision-source: model"), "{table}");
+
+        // --knee-confirm 2: the ramp goes one step past the knee to confirm it.
+        let mut a = args(format!("http://{}/", server(slow_after_50)));
+        a.step = Some(parse_step("100:400:100").unwrap());
+        a.p99_limit = Duration::from_millis(120);
+        a.connections = 64;
+        a.knee_confirm = 2;
+        let r = report(&a);
+        assert_eq!(r.knee.clone().unwrap().rate, 200.0, "{:?}", r.knee);
+        assert_eq!(r.steps.len(), 3, "stops once the knee is confirmed");
     }
 
     #[test]
@@ -1087,7 +1361,7 @@ mod tests {
         a.body = Some(dir.clone());
         a.headers = vec!["x-test: 1".into(), "X-Test:2".into()];
         let plan = Plan::from_args(&a).unwrap();
-        let req = Client::new(&plan).request();
+        let req = Client::new(&plan, 0).request();
         assert_eq!(req.method(), Method::POST);
         assert_eq!(req.uri(), "/v1/decide");
         assert_eq!(req.headers()["content-type"], "application/json");
@@ -1097,7 +1371,7 @@ mod tests {
         a.method = Some("put".into());
         a.headers.push("content-type: text/plain".into());
         let plan = Plan::from_args(&a).unwrap();
-        let req = Client::new(&plan).request();
+        let req = Client::new(&plan, 0).request();
         assert_eq!(req.method(), Method::PUT);
         assert_eq!(req.headers()["content-type"], "text/plain");
         std::fs::remove_file(dir).unwrap();
@@ -1109,6 +1383,28 @@ mod tests {
         let cases: Vec<(LoadtestArgs, &str)> = vec![
             (args("https://127.0.0.1/".into()), "http://"),
             (args("http:///x".into()), "no host"),
+            (
+                LoadtestArgs {
+                    url: vec!["http://127.0.0.1:9/".into(), "ftp://127.0.0.1/".into()],
+                    ..base()
+                },
+                "\"ftp://127.0.0.1/\"",
+            ),
+            (
+                LoadtestArgs {
+                    url: vec!["http://127.0.0.1:9/".into(); 17],
+                    ..base()
+                },
+                "at most 16 targets",
+            ),
+            (
+                LoadtestArgs {
+                    url: vec!["http://127.0.0.1:9/".into(); 2],
+                    rate: 150_000.0,
+                    ..base()
+                },
+                "per target (2 target(s))",
+            ),
             (
                 LoadtestArgs {
                     rate: 0.0,
@@ -1209,13 +1505,27 @@ mod tests {
             step(300.0, 4000, &[("timeout", 1)]),
             step(400.0, 9000, &[]),
         ];
-        let k = find_knee(&steps, limit).unwrap();
+        let k = find_knee(&steps, limit, 1).unwrap();
         assert_eq!(k.rate, 300.0, "p99 equal to the limit is not above it");
         assert!(k.reason.contains("timeout 1"));
-        let k = find_knee(&[steps[0].clone(), steps[3].clone()], limit).unwrap();
+        let k = find_knee(&[steps[0].clone(), steps[3].clone()], limit, 1).unwrap();
         assert_eq!(k.rate, 400.0);
         assert!(k.reason.contains("9.000 ms"), "{}", k.reason);
-        assert_eq!(find_knee(&steps[..2], limit), None);
+        assert_eq!(find_knee(&steps[..2], limit, 1), None);
+        // Confirmed by the next step: 300 and 400 are both over.
+        let k = find_knee(&steps, limit, 2).unwrap();
+        assert_eq!(k.rate, 300.0);
+        assert!(k.reason.contains("next 1 step(s) too"), "{}", k.reason);
+        // One noisy step with a quiet one after it is no knee when two are needed.
+        let noisy = [
+            step(100.0, 9000, &[]),
+            step(200.0, 1000, &[]),
+            step(300.0, 1000, &[]),
+        ];
+        assert_eq!(find_knee(&noisy, limit, 1).unwrap().rate, 100.0);
+        assert_eq!(find_knee(&noisy, limit, 2), None);
+        // Over the limit at the last step: the ramp ended before it could confirm; a knee.
+        assert_eq!(find_knee(&steps[..3], limit, 3).unwrap().rate, 300.0);
     }
 
     #[test]
