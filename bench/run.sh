@@ -34,6 +34,12 @@ fi
 
 say "machine"
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+# What is measured: the commit, and whether the measured code differs from it, at the start
+# and again at the end (this run's own result files under bench/results do not count).
+commit=$(git rev-parse --short HEAD)
+measured_paths=(src crates model rules bench ':(exclude)bench/results')
+dirty=false
+git diff --quiet HEAD -- "${measured_paths[@]}" 2>/dev/null || dirty=true
 
 say "builds"
 make --no-print-directory build
@@ -80,9 +86,7 @@ cmd node bench/agreement.mjs --loadtest "$LOADTEST" --oha "$OHA" --out "$RESULTS
 
 say "report"
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
-commit=$(git rev-parse --short HEAD)
-dirty=false
-git diff --quiet HEAD -- src crates model rules bench 2>/dev/null || dirty=true
+git diff --quiet "$commit" -- "${measured_paths[@]}" 2>/dev/null || dirty=true
 node -e '
 const [, out, ...kv] = process.argv;
 const o = Object.fromEntries(kv.map((s) => { const i = s.indexOf("="); return [s.slice(0, i), s.slice(i + 1)]; }));
