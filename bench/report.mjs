@@ -124,7 +124,7 @@ if (side) {
   p();
   p(`Runtime: ${side.runtime}, one workerd per Worker, all up for the whole run, each loaded on a socket of its own (see \"Which socket\"). Load generator: \`decider loadtest\``);
   p(`(open loop, latency from the scheduled send time), ${side.duration} per measurement after a ${side.warmup} warmup,`);
-  p(`${side.rounds} rounds with every rate in each, the order of the Workers rotated each round; a new workerd per Worker every ${side.restart_every ?? 1} rounds, first loaded, unmeasured, for ${side.prewarm ?? "–"} at ${side.prewarm_rate ?? "–"}/s (V8 tiers wasm functions up to TurboFan only after many thousand requests: steady state); each cell is the median over the rounds.`);
+  p(`${side.rounds} rounds with every rate in each, the order of the Workers rotated each round; a new workerd per Worker ${(side.restart_every ?? 1) === 1 ? "every round" : `every ${side.restart_every} rounds`}, first loaded, unmeasured, for ${side.prewarm ?? "–"} at ${side.prewarm_rate ?? "–"}/s each, the four in turn (V8 tiers wasm functions up to TurboFan only after many thousand requests: steady state); each cell is the median over the rounds.`);
   p("The p99 range is the lowest and highest per-round p99: how far one round's tail moves on this machine.");
   p("CPU µs/req is the workerd process's CPU time (all threads, /proc schedstat) per request, the work behind the");
   p("latencies; both edge-decider and the JS Worker also write one log line per decision, the empty Worker none.");

@@ -24,6 +24,7 @@ cmd() { commands+=("$*"); "$@"; }
 if [[ "${BENCH_QUICK:-}" == 1 ]]; then
   export BENCH_RATES="${BENCH_RATES:-200,800}" BENCH_DURATION="${BENCH_DURATION:-2s}" BENCH_WARMUP="${BENCH_WARMUP:-500ms}"
   export BENCH_ROUNDS="${BENCH_ROUNDS:-1}" BENCH_STEP="${BENCH_STEP:-500:2000:500}" BENCH_STEP_DURATION="${BENCH_STEP_DURATION:-1s}"
+  export BENCH_PREWARM="${BENCH_PREWARM:-10s}" BENCH_TOGETHER_DURATION="${BENCH_TOGETHER_DURATION:-3s}"
   export BENCH_COLD="${BENCH_COLD:-2}" AGREE_ROUNDS="${AGREE_ROUNDS:-2}" AGREE_DURATION="${AGREE_DURATION:-2}"
   micro_args=(--runs 5 --iters 5000 --cold 3)
   crit_args=(--warm-up-time 1 --measurement-time 2)

@@ -14,7 +14,7 @@
 //
 // usage: node bench/side_by_side.mjs --loadtest PATH [--out FILE]
 //   env: BENCH_RATES="100,400"  BENCH_ENTRY_RATES="400"  BENCH_TOGETHER_RATES="100,200"  BENCH_TOGETHER_DURATION=10s
-//        BENCH_DURATION=5s  BENCH_WARMUP=1s  BENCH_ROUNDS=9  BENCH_PREWARM=30s  BENCH_PREWARM_RATE=800  BENCH_RESTART_EVERY=3
+//        BENCH_DURATION=5s  BENCH_WARMUP=1s  BENCH_ROUNDS=9  BENCH_PREWARM=80s  BENCH_PREWARM_RATE=300  BENCH_RESTART_EVERY=1
 //        BENCH_STEP=200:3000:200  BENCH_STEP_DURATION=2s  BENCH_P99_LIMIT=50ms  BENCH_KNEE_CONFIRM=2  BENCH_COLD=5
 import { readFileSync, writeFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
@@ -32,9 +32,9 @@ const STEP = env("BENCH_STEP", "200:3000:200");
 const STEP_DURATION = env("BENCH_STEP_DURATION", "2s");
 const P99_LIMIT = env("BENCH_P99_LIMIT", "50ms");
 const COLD = Number(env("BENCH_COLD", "5"));
-const PREWARM = env("BENCH_PREWARM", "30s");
-const PREWARM_RATE = env("BENCH_PREWARM_RATE", "800");
-const RESTART_EVERY = Number(env("BENCH_RESTART_EVERY", "3"));
+const PREWARM = env("BENCH_PREWARM", "80s");
+const PREWARM_RATE = env("BENCH_PREWARM_RATE", "300");
+const RESTART_EVERY = Number(env("BENCH_RESTART_EVERY", "1"));
 const TOGETHER_RATES = env("BENCH_TOGETHER_RATES", "100,200").split(",").filter(Boolean).map(Number);
 const TOGETHER_DURATION = env("BENCH_TOGETHER_DURATION", "10s");
 const KNEE_CONFIRM = env("BENCH_KNEE_CONFIRM", "2");
@@ -68,9 +68,11 @@ const loadtest = (url, extra) => run(LOADTEST, url, extra);
 // Every RESTART_EVERY rounds, a new workerd for every Worker: two processes of the same
 // Worker, loaded alike and interleaved, ended up about 2x apart in median p99 over 8 rounds
 // here (bench/cpu_probe.mjs --only js,js#2: what a process happens to get from the machine),
-// so one process per Worker for the whole run would count that luck in every round.
-// Each new process first serves PREWARM at PREWARM_RATE unmeasured (24,000 requests by
-// default): V8 moves a wasm function from its baseline compiler (Liftoff) to TurboFan only
+// so one process per Worker for the whole run would count that luck in every round; loaded
+// in turn, two JS processes were still 1.18x apart over 10 rounds (README), so by default
+// every round has new processes: nine draws of that luck per Worker instead of three.
+// The new processes are first loaded together, in turn, PREWARM at PREWARM_RATE each,
+// unmeasured (24,000 requests each by default): V8 moves a wasm function from its baseline compiler (Liftoff) to TurboFan only
 // once ~13 MB of its code has run (`--wasm-tiering-budget`), and with
 // `--trace-wasm-compilation-times` edge-decider's functions were still being tiered up
 // after 16,000–24,000 requests. The measurements are of Workers in steady state, as a busy
@@ -91,7 +93,7 @@ for (let round = 0; round < ROUNDS; round++) {
       const first = await decideOnce(running[n].url);
       if (round === 0) log(`${n} up at ${running[n].url} (first answer source=${first.source})`);
     }
-    for (const n of FIXED) await loadtest(running[n].url, ["--rate", PREWARM_RATE, "--duration", PREWARM, "--warmup", "0s"]);
+    await loadtest(running[FIXED[0]].url, [...FIXED.slice(1).flatMap((n) => ["--url", running[n].url]), "--rate", PREWARM_RATE, "--duration", PREWARM, "--warmup", "0s"]);
   }
   const order = FIXED.map((_, i) => FIXED[(i + round) % FIXED.length]);
   for (const { rate, via } of PLAN) {
