@@ -19,7 +19,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import path from "node:path";
-import { BODY_FILE, HERE, ROOT, WORKERS, arg, cpuNs, loadtest as run, loadtestArg, measure, median, start } from "./workers.mjs";
+import { BODY_FILE, HERE, ROOT, WORKERS, arg, cpuNs, cpuPerRequest, loadtest as run, loadtestArg, measure, median, start } from "./workers.mjs";
 
 const LOADTEST = loadtestArg("node bench/side_by_side.mjs --loadtest PATH [--out FILE]");
 const env = (k, d) => process.env[k] ?? d;
@@ -113,8 +113,7 @@ for (let round = 0; round < ROUNDS; round++) {
     const targets = r.targets ?? [{ url: r.url, steps: r.steps }];
     names.forEach((n, i) => {
       const s = targets[i].steps[0];
-      const requests = s.responses + s.target_rate * (r.warmup_s ?? 0);
-      s.workerd_cpu_us = c0[i] !== null && c1[i] !== null && requests > 0 ? (c1[i] - c0[i]) / 1e3 / requests : null;
+      s.workerd_cpu_us = cpuPerRequest(c0[i], c1[i], s, r.warmup_s);
       together[rate][n].push(s);
     });
     log(`round ${round + 1} together rate ${rate}/s each: ` + names.map((n, i) => `${n} p50 ${targets[i].steps[0].latency?.p50_us} p99 ${targets[i].steps[0].latency?.p99_us} µs`).join(", "));

@@ -149,11 +149,18 @@ export async function loadtest(loadtestBin, url, extra) {
 export async function measure(loadtestBin, w, extra, url = w.url) {
   const c0 = cpuNs(w.pid);
   const r = await loadtest(loadtestBin, url, extra);
-  const c1 = cpuNs(w.pid);
   const s = r.steps[0];
-  const requests = s.responses + s.target_rate * (r.warmup_s ?? 0);
-  s.workerd_cpu_us = c0 !== null && c1 !== null && requests > 0 ? (c1 - c0) / 1e3 / requests : null;
+  s.workerd_cpu_us = cpuPerRequest(c0, cpuNs(w.pid), s, r.warmup_s);
   return s;
+}
+
+/**
+ * CPU µs per request between two `cpuNs` readings around a load generator run: its measured
+ * responses plus its warmup's (sent at the same rate); null when a reading failed.
+ */
+export function cpuPerRequest(c0, c1, step, warmupS) {
+  const requests = step.responses + step.target_rate * (warmupS ?? 0);
+  return c0 !== null && c1 !== null && requests > 0 ? (c1 - c0) / 1e3 / requests : null;
 }
 
 export const median = (xs) => {
