@@ -60,9 +60,13 @@ p("|---|---|---|---|");
 // The headline compares at the highest fixed rate below every Worker's knee (the lowest
 // fixed rate when none is below all knees, and the table says so).
 const kneeRates = side ? Object.values(side.knees).map((k) => k.knee?.rate ?? Infinity) : [];
-const underAll = side ? side.rates.filter((r) => kneeRates.every((k) => r < k)) : [];
-const belowKnee = side ? (underAll.length ? Math.max(...underAll) : Math.min(...side.rates)) : null;
-const belowNote = side && !underAll.length ? " (not below every knee on this run)" : "";
+/** Of `rates`, the highest below every knee, else the lowest with a note saying so. */
+function headlineRate(rates) {
+  if (!rates?.length) return { rate: null, note: "" };
+  const under = rates.filter((r) => kneeRates.every((k) => r < k));
+  return under.length ? { rate: Math.max(...under), note: "" } : { rate: Math.min(...rates), note: " (not below every knee on this run)" };
+}
+const { rate: belowKnee, note: belowNote } = headlineRate(side?.rates);
 const s0 = side?.summary?.[belowKnee];
 const rOursFloorP99 = s0 ? ratio(s0.ours.p99_us, s0.floor.p99_us) : null;
 const rOursJsP99 = s0 ? ratio(s0.ours.p99_us, s0.js.p99_us) : null;
@@ -75,9 +79,7 @@ const own = "each Worker's own socket";
 // The p99 claims are judged on the together measurement (the four Workers loaded in turn by
 // one generator, so that the machine's stalls fall on all of them alike) at the highest of
 // its rates below every knee; the Workers measured one after the other are shown beside.
-const underAllT = side?.together_rates ? side.together_rates.filter((r) => kneeRates.every((k) => r < k)) : [];
-const tRate = side?.together_rates?.length ? (underAllT.length ? Math.max(...underAllT) : Math.min(...side.together_rates)) : null;
-const tNote = side?.together_rates?.length && !underAllT.length ? " (not below every knee on this run)" : "";
+const { rate: tRate, note: tNote } = headlineRate(side?.together_rates);
 const t0 = tRate !== null ? side.summary_together?.[tRate] : null;
 if (t0) {
   const c = t0.compare;
