@@ -33,10 +33,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::IsTerminal as _;
+use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs as _};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, Semaphore};
 
 /// Header whose values are counted per response (DESIGN §7).
@@ -118,6 +119,12 @@ pub struct LoadtestArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Also write every measured request to FILE as CSV: target (index in --url order),
+    /// rate, scheduled send time (µs since the Unix epoch), latency (µs) and outcome (HTTP
+    /// status, or the error kind). For lining requests up with a target's own logs; the
+    /// warmup is not written. Holds about 50 bytes per request of a step in memory.
+    #[arg(long, value_name = "FILE")]
+    pub latency_log: Option<PathBuf>,
 }
 
 /// A `--step START:END:STEP` ramp.
@@ -250,6 +257,7 @@ struct Plan {
     knee_confirm: usize,
     connections: usize,
     timeout: Duration,
+    latency_log: Option<PathBuf>,
 }
 
 impl Plan {
@@ -348,6 +356,7 @@ impl Plan {
             knee_confirm: a.knee_confirm,
             connections: a.connections,
             timeout: a.timeout,
+            latency_log: a.latency_log.clone(),
         })
     }
 
@@ -546,6 +555,18 @@ fn execute(plan: &Plan) -> anyhow::Result<Report> {
     } else {
         ProgressBar::hidden()
     };
+    // Opened (and truncated) before any load, so a bad path fails the run at once.
+    let mut log = match &plan.latency_log {
+        Some(p) => {
+            let f = std::fs::File::create(p)
+                .with_context(|| format!("cannot write --latency-log {}", p.display()))?;
+            let mut w = std::io::BufWriter::new(f);
+            writeln!(w, "{LATENCY_LOG_HEADER}")
+                .with_context(|| format!("cannot write --latency-log {}", p.display()))?;
+            Some(w)
+        }
+        None => None,
+    };
     let clients: Vec<Arc<Client>> = (0..plan.targets.len())
         .map(|t| Arc::new(Client::new(plan, t)))
         .collect();
@@ -553,14 +574,16 @@ fn execute(plan: &Plan) -> anyhow::Result<Report> {
     rt.block_on(async {
         if !plan.warmup.is_zero() {
             bar.set_message(format!("warmup at {}/s", plan.rates[0]));
-            run_step(&clients, plan.rates[0], plan.warmup, &bar).await;
+            run_step(&clients, plan.rates[0], plan.warmup, &bar, false).await;
         }
         for &rate in &plan.rates {
             bar.set_message(format!("{rate}/s"));
-            for (mine, s) in steps
-                .iter_mut()
-                .zip(run_step(&clients, rate, plan.duration, &bar).await)
-            {
+            let (reports, records) =
+                run_step(&clients, rate, plan.duration, &bar, log.is_some()).await;
+            if let Some(w) = log.as_mut() {
+                write_records(w, rate, records)?;
+            }
+            for (mine, s) in steps.iter_mut().zip(reports) {
                 mine.push(s);
             }
             // A ramp stops once every target has its knee.
@@ -573,8 +596,13 @@ fn execute(plan: &Plan) -> anyhow::Result<Report> {
                 break;
             }
         }
-    });
+        anyhow::Ok(())
+    })?;
     bar.finish_and_clear();
+    if let (Some(mut w), Some(p)) = (log, &plan.latency_log) {
+        w.flush()
+            .with_context(|| format!("cannot write --latency-log {}", p.display()))?;
+    }
     let targets: Vec<TargetReport> = plan
         .targets
         .iter()
@@ -743,13 +771,15 @@ struct Tally {
 ///
 /// With `k` targets the schedule sends every `1 / (k × rate)`: round `c` sends one request to
 /// each target, starting with target `c mod k`, so each target gets exactly `rate × d`
-/// requests and no target is always first.
+/// requests and no target is always first. With `record`, every request's [`Record`] is
+/// returned too, in the order they finished.
 async fn run_step(
     clients: &[Arc<Client>],
     rate: f64,
     d: Duration,
     bar: &ProgressBar,
-) -> Vec<StepReport> {
+    record: bool,
+) -> (Vec<StepReport>, Vec<Record>) {
     let k = clients.len();
     let n = Plan::count(rate, d);
     let tallies: Arc<Vec<Mutex<Tally>>> = Arc::new(
@@ -773,6 +803,11 @@ async fn run_step(
     // would bunch requests at high rates and inflate latency measured from the schedule.
     let (tx, mut rx) = mpsc::unbounded_channel::<(Instant, usize)>();
     let start = Instant::now() + Duration::from_millis(5);
+    // The schedule's origin on the wall clock, for the latency log.
+    let start_unix_us = (SystemTime::now() + Duration::from_millis(5))
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64);
+    let records: Arc<Mutex<Vec<Record>>> = Arc::new(Mutex::new(Vec::new()));
     let timer = std::thread::spawn(move || {
         let mut max_lag = Duration::ZERO;
         for i in 0..n * k as u64 {
@@ -796,12 +831,29 @@ async fn run_step(
         let tallies = Arc::clone(&tallies);
         let bar = bar.clone();
         let timeout = client.plan.timeout;
+        let records = Arc::clone(&records);
         tasks.spawn(async move {
             let outcome = tokio::time::timeout_at((at + timeout).into(), client.send())
                 .await
                 .unwrap_or(Outcome::Failed("timeout"));
             let done = Instant::now();
             let us = done.saturating_duration_since(at).as_micros() as u64;
+            if record {
+                let outcome = match &outcome {
+                    Outcome::Response { status, .. } => RecordOutcome::Status(*status),
+                    Outcome::Failed(kind) => RecordOutcome::Failed(kind),
+                };
+                records
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(Record {
+                        target,
+                        scheduled_unix_us: start_unix_us
+                            + at.saturating_duration_since(start).as_micros() as u64,
+                        latency_us: us,
+                        outcome,
+                    });
+            }
             let mut t = tallies[target].lock().unwrap_or_else(|e| e.into_inner());
             t.last_done = Some(t.last_done.map_or(done, |l| l.max(done)));
             match outcome {
@@ -825,13 +877,60 @@ async fn run_step(
     }
     while tasks.join_next().await.is_some() {}
     let max_lag = timer.join().unwrap_or(Duration::ZERO);
-    tallies
+    let reports = tallies
         .iter()
         .map(|t| {
             let t = t.lock().unwrap_or_else(|e| e.into_inner());
             step_report(&t, rate, n, d, start, max_lag)
         })
-        .collect()
+        .collect();
+    let records = std::mem::take(&mut *records.lock().unwrap_or_else(|e| e.into_inner()));
+    (reports, records)
+}
+
+/// The first line of a `--latency-log` file.
+const LATENCY_LOG_HEADER: &str = "target,rate,scheduled_unix_us,latency_us,outcome";
+
+/// One measured request, for `--latency-log`.
+#[derive(Debug, Clone, Copy)]
+struct Record {
+    /// Index of its target, in `--url` order.
+    target: usize,
+    /// When it was scheduled to be sent, µs since the Unix epoch.
+    scheduled_unix_us: u64,
+    /// From its scheduled send time to the end of the response body (or the failure), µs.
+    latency_us: u64,
+    outcome: RecordOutcome,
+}
+
+/// How a logged request ended.
+#[derive(Debug, Clone, Copy)]
+enum RecordOutcome {
+    Status(u16),
+    Failed(&'static str),
+}
+
+impl std::fmt::Display for RecordOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordOutcome::Status(s) => write!(f, "{s}"),
+            RecordOutcome::Failed(kind) => f.write_str(kind),
+        }
+    }
+}
+
+/// Appends one step's records, in schedule order, as CSV rows.
+fn write_records(w: &mut impl Write, rate: f64, mut records: Vec<Record>) -> anyhow::Result<()> {
+    records.sort_by_key(|r| (r.scheduled_unix_us, r.target));
+    for r in &records {
+        writeln!(
+            w,
+            "{},{rate},{},{},{}",
+            r.target, r.scheduled_unix_us, r.latency_us, r.outcome
+        )
+        .context("cannot write --latency-log")?;
+    }
+    Ok(())
 }
 
 /// One target's step measurement from its tally.
@@ -1096,6 +1195,7 @@ mod tests {
             connections: 16,
             timeout: Duration::from_secs(2),
             json: false,
+            latency_log: None,
         }
     }
 
@@ -1192,6 +1292,100 @@ mod tests {
         // One target: no `targets` field, as before.
         let one = serde_json::to_value(report(&args(urls[0].clone()))).unwrap();
         assert!(one.get("targets").is_none());
+    }
+
+    #[test]
+    fn the_latency_log_has_every_measured_request_on_its_schedule() {
+        fn fast(_: u64) -> (u16, Duration, Option<&'static str>) {
+            (200, Duration::ZERO, Some("model"))
+        }
+        fn slow_failing(_: u64) -> (u16, Duration, Option<&'static str>) {
+            (503, Duration::from_millis(30), None)
+        }
+        let dir = std::env::temp_dir().join(format!("loadtest-log-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("latency.csv");
+        let urls = [server(fast), server(slow_failing)].map(|a| format!("http://{a}/x"));
+        let mut a = args(urls[0].clone());
+        a.url = urls.to_vec();
+        a.step = Some(StepSpec {
+            start: 50.0,
+            end: 100.0,
+            step: 50.0,
+        });
+        a.duration = Duration::from_millis(400);
+        a.warmup = Duration::from_millis(100);
+        a.no_stop_at_knee = true;
+        a.latency_log = Some(path.clone());
+        let before = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_micros() as u64;
+        let r = report(&a);
+        let after = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_micros() as u64;
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some(LATENCY_LOG_HEADER));
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+        // The warmup is not written: 20 + 40 requests per target, in the two steps.
+        assert_eq!(rows.len(), 2 * (20 + 40), "{text}");
+        for (target, rate, n, outcome) in [
+            (0, 50, 20, "200"),
+            (0, 100, 40, "200"),
+            (1, 50, 20, "503"),
+            (1, 100, 40, "503"),
+        ] {
+            let mine: Vec<&Vec<&str>> = rows
+                .iter()
+                .filter(|c| c[0] == target.to_string() && c[1] == rate.to_string())
+                .collect();
+            assert_eq!(mine.len(), n, "target {target} at {rate}/s");
+            assert!(mine.iter().all(|c| c[4] == outcome), "{mine:?}");
+            // Scheduled times are the schedule's, on the wall clock of the run: the turn order
+            // rotates each round, so a target's requests come two per 2/rate.
+            let at: Vec<u64> = mine.iter().map(|c| c[2].parse().unwrap()).collect();
+            assert!(at.iter().all(|t| (before..=after).contains(t)), "{at:?}");
+            let gap = 2_000_000 / rate as u64;
+            assert!(
+                at.windows(3)
+                    .all(|w| w[2] - w[0] >= gap - 2 && w[2] - w[0] <= gap + 2),
+                "{at:?}"
+            );
+            let lat: Vec<u64> = mine.iter().map(|c| c[3].parse().unwrap()).collect();
+            if target == 1 {
+                assert!(lat.iter().all(|l| *l >= 30_000), "{lat:?}");
+            }
+        }
+        // The log agrees with the report: the same count and the same slowest request.
+        let max0 = rows
+            .iter()
+            .filter(|c| c[0] == "0" && c[1] == "100")
+            .map(|c| c[3].parse::<u64>().unwrap())
+            .max()
+            .unwrap();
+        let step = &r.targets[0].steps[1];
+        assert_eq!(step.responses, 40);
+        let reported = step.latency.unwrap().max_us;
+        assert!(
+            max0.abs_diff(reported) <= reported / 500 + 1,
+            "log {max0} vs histogram {reported}"
+        );
+        // Rows are in schedule order.
+        let all: Vec<u64> = rows.iter().map(|c| c[2].parse().unwrap()).collect();
+        assert!(all.windows(2).all(|w| w[0] <= w[1]));
+
+        // A path that cannot be written fails the run before any load.
+        let mut bad = args(urls[0].clone());
+        bad.latency_log = Some(dir.join("no-such-dir").join("x.csv"));
+        let err = execute(&Plan::from_args(&bad).unwrap()).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("cannot write --latency-log"),
+            "{err:#}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
