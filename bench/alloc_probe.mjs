@@ -24,6 +24,8 @@ const RATE = Number(arg("rate", "400"));
 const SECONDS = Number(arg("seconds", "5"));
 const TOP = Number(arg("top", "25"));
 const OUT = arg("out");
+// Only what outlived a young-generation collection (promoted, or still alive at the end).
+const SURVIVORS = process.argv.includes("--survivors");
 if (!WORKERS[kind]) {
   console.error(`unknown Worker ${kind}; one of ${Object.keys(WORKERS).join(", ")}`);
   process.exit(2);
@@ -77,7 +79,7 @@ try {
   await call("HeapProfiler.startSampling", {
     samplingInterval: 256,
     includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
+    includeObjectsCollectedByMinorGC: !SURVIVORS,
   });
   const run = await loadtest(LOADTEST, url, ["--rate", String(RATE), "--duration", `${SECONDS}s`, "--warmup", "0s"]);
   const { profile } = await call("HeapProfiler.stopSampling");

@@ -20,6 +20,7 @@ const machine = read("machine.json");
 const micro = read("micro.json");
 const side = read("side.json");
 const agree = read("agreement.json");
+const gc = read("gc.json");
 
 const f = (v, d = 2) => (v === null || v === undefined || Number.isNaN(v) ? "–" : Number(v).toFixed(d));
 const ms = (us) => (us === null || us === undefined ? "–" : (us / 1000).toFixed(3));
@@ -226,6 +227,50 @@ if (side) {
     p(`| ${side.labels[n]}${s.note ? ` (${s.note})` : " (wasm)"} | ${s.raw} | ${s.gzip} |`);
   }
   p();
+}
+
+// ---- garbage collections ------------------------------------------------------------------
+if (gc?.skipped) {
+  p("## Garbage collections");
+  p();
+  p(`Not measured in this run: ${gc.skipped}.`);
+  p();
+} else if (gc) {
+  // V8 heap.cc, Heap::ShouldResizeNewSpace: kLowAllocationThroughput, bytes per ms.
+  const LOW = 1000;
+  p("## Garbage collections: what sets the tail at these rates");
+  p();
+  p(`The same Workers again, after the measurements above, in new workerd processes per rate with V8's`);
+  p(`\`${gc.v8_flags.join(" ")}\` (\`bench/gc_probe.mjs\`; the claims above are measured without the flag), loaded in`);
+  p(`turn by one generator, ${gc.rounds} × ${gc.seconds} s per rate after a prewarm of ${gc.prewarm} at ${gc.prewarm_rate}/s each.`);
+  p("Each request's scheduled time and latency (`decider loadtest --latency-log`) is lined up with the Worker's own");
+  p("collections, timed as their lines arrive. *Allocated* and *promoted* are measured between consecutive young");
+  p("collections from the requests sent in between: the JS heap a request allocates, and the part of it that");
+  p("outlives a young collection (it is freed only by a full one, and copying it is most of a young pause).");
+  p("*In own GC* is the share of requests in flight during one of the Worker's own collections; p99 columns are");
+  p("medians over rounds.");
+  p();
+  p(`V8 shrinks the young generation of an isolate that allocates less than ${LOW.toLocaleString("en-US")} bytes per ms (heap.cc,`);
+  p("`Heap::ShouldResizeNewSpace`), and grows it once enough survives. So a Worker under that line is collected");
+  p("every megabyte or so, with short pauses, and one over it is collected several times less often, with longer ones.");
+  p();
+  for (const rate of gc.rates) {
+    const rows = gc.by_rate[rate] ?? [];
+    p(`### ${rate} requests/s each`);
+    p();
+    p("| Worker | allocated KB/request | bytes/ms | young collections per 1,000 requests | every s | young pause ms | promoted KB/request | full collections (pauses ms) | requests in own GC | p99 ms | p99 without them ms |");
+    p("|---|---|---|---|---|---|---|---|---|---|---|");
+    for (const r of rows) {
+      p(`| ${gc.labels[r.name] ?? r.name} | ${f(r.young.allocated_kb_per_request)} | ${f(r.allocated_bytes_per_ms, 0)} | ${f(r.young.per_1000_requests)} | ${f(r.young.interval_s)} | ${f(r.young.pause_ms)} | ${f(r.young.promoted_kb_per_request)} | ${r.full.count}${r.full.count ? ` (${r.full.pauses_ms.map((x) => x.toFixed(1)).join(", ")})` : ""} | ${f(100 * r.touched_share)}% | ${ms(r.p99_us)} | ${ms(r.p99_without_own_gc_us)} |`);
+    }
+    const known = rows.filter((r) => r.allocated_bytes_per_ms !== null);
+    const side_ = (below) => known.filter((r) => (r.allocated_bytes_per_ms < LOW) === below).map((r) => `${gc.labels[r.name] ?? r.name} (${f(r.allocated_bytes_per_ms, 0)})`);
+    if (known.length) {
+      p();
+      p(`Under ${LOW.toLocaleString("en-US")} bytes/ms at this rate: ${side_(true).join(", ") || "none"}; over it: ${side_(false).join(", ") || "none"}.`);
+    }
+    p();
+  }
 }
 
 // ---- micro ----------------------------------------------------------------------------

@@ -6,7 +6,8 @@
 #
 # Steps: the Worker (make build), the floor Worker, the plain-wasm decision module, the load
 # generator, oha (pinned, for the agreement check), then criterion (native), the V8
-# micro-benchmark, the side-by-side run in workerd, the agreement check, and the report.
+# micro-benchmark, the side-by-side run in workerd, the agreement check, the garbage
+# collections behind the tail (bench/gc_probe.mjs), and the report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -26,9 +27,11 @@ if [[ "${BENCH_QUICK:-}" == 1 ]]; then
   export BENCH_ROUNDS="${BENCH_ROUNDS:-1}" BENCH_STEP="${BENCH_STEP:-500:2000:500}" BENCH_STEP_DURATION="${BENCH_STEP_DURATION:-1s}"
   export BENCH_PREWARM="${BENCH_PREWARM:-10s}" BENCH_TOGETHER_DURATION="${BENCH_TOGETHER_DURATION:-3s}"
   export BENCH_COLD="${BENCH_COLD:-2}" AGREE_ROUNDS="${AGREE_ROUNDS:-2}" AGREE_DURATION="${AGREE_DURATION:-2}"
+  gc_args=(--rounds 1 --seconds 3 --prewarm 10s)
   micro_args=(--runs 5 --iters 5000 --cold 3)
   crit_args=(--warm-up-time 1 --measurement-time 2)
 else
+  gc_args=(--rounds 6 --seconds 10 --prewarm 40s)
   micro_args=(--runs 21 --iters 20000 --cold 9)
   crit_args=(--warm-up-time 2 --measurement-time 5)
 fi
@@ -84,6 +87,9 @@ cmd node bench/side_by_side.mjs --loadtest "$LOADTEST" --out "$RESULTS/side.json
 
 say "load generator agreement with oha"
 cmd node bench/agreement.mjs --loadtest "$LOADTEST" --oha "$OHA" --out "$RESULTS/agreement.json" >/dev/null
+
+say "garbage collections (V8 --trace-gc, new processes; explains the tail, not a claim)"
+cmd node bench/gc_probe.mjs --loadtest "$LOADTEST" --rates "${BENCH_TOGETHER_RATES:-100,200}" "${gc_args[@]}" --out "$RESULTS/gc.json" >/dev/null
 
 say "report"
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
