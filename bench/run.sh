@@ -89,7 +89,9 @@ say "load generator agreement with oha"
 cmd node bench/agreement.mjs --loadtest "$LOADTEST" --oha "$OHA" --out "$RESULTS/agreement.json" >/dev/null
 
 say "garbage collections (V8 --trace-gc, new processes; explains the tail, not a claim)"
-cmd node bench/gc_probe.mjs --loadtest "$LOADTEST" --rates "${BENCH_TOGETHER_RATES:-100,200}" "${gc_args[@]}" --out "$RESULTS/gc.json" >/dev/null
+# A failure here leaves the claims standing: the page then says this section was not measured.
+cmd node bench/gc_probe.mjs --loadtest "$LOADTEST" --rates "${BENCH_TOGETHER_RATES:-100,200}" "${gc_args[@]}" --out "$RESULTS/gc.json" >/dev/null ||
+  printf '{"skipped": "bench/gc_probe.mjs failed (exit %s); its output is in the make bench log"}\n' "$?" > "$RESULTS/gc.json"
 
 say "report"
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
