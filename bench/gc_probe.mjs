@@ -193,7 +193,13 @@ function summarise(w, reqs, rounds, rate) {
     if (a.kind !== "young" || b.kind !== "young") continue;
     const n = between(a.at_us, b.at_us);
     if (n < 50) continue;
-    young.push({ n, alloc_kb: ((b.before_mb - a.after_mb) * 1024) / n, promoted_kb: ((b.after_mb - a.after_mb) * 1024) / n, seconds: (b.at_us - a.at_us) / 1e6 });
+    young.push({
+      n,
+      seconds: (b.at_us - a.at_us) / 1e6,
+      collected_mb: b.before_mb - a.after_mb,
+      alloc_kb: ((b.before_mb - a.after_mb) * 1024) / n,
+      promoted_kb: ((b.after_mb - a.after_mb) * 1024) / n,
+    });
   }
   const overlaps = (q) => events.some((e) => q.at <= e.at_us && q.at + q.lat >= e.at_us - e.pause_ms * 1000 - SLACK_US);
   const perRound = rounds.map((rq) => {
@@ -212,7 +218,7 @@ function summarise(w, reqs, rounds, rate) {
       count: ys.length,
       per_1000_requests: (1000 * ys.length) / reqs.length,
       interval_s: median(young.map((y) => y.seconds)),
-      collected_mb: median(ys.map((e, i) => (i > 0 ? e.before_mb - ys[i - 1].after_mb : null)).filter((x) => x !== null && x > 0)),
+      collected_mb: median(young.map((y) => y.collected_mb)),
       pause_ms: median(ys.map((e) => e.pause_ms)),
       allocated_kb_per_request: allocKb,
       promoted_kb_per_request: median(young.map((y) => y.promoted_kb)),
