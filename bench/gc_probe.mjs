@@ -86,7 +86,13 @@ const byRate = {};
 for (const rate of RATES) byRate[rate] = await measureAt(rate);
 print(byRate);
 if (OUT) {
-  const labels = Object.fromEntries(NAMES.map((n) => [n, WORKERS[n.split("#")[0]].label + (n.includes("#") ? ` (${n.split("#")[1].split("=")[0]})` : "")]));
+  const labels = Object.fromEntries(
+    NAMES.map((spec) => {
+      const [name, script] = spec.split("=");
+      const [kind, tag] = name.split("#");
+      return [name, `${WORKERS[kind].label}${tag ? ` (${tag}${script ? `: ${script}` : ""})` : ""}`];
+    }),
+  );
   writeFileSync(OUT, JSON.stringify({ rates: RATES, seconds: SECONDS, rounds: ROUNDS, prewarm: PREWARM, prewarm_rate: Number(PREWARM_RATE), v8_flags: V8_FLAGS, labels, by_rate: byRate }, null, 2) + "\n");
 }
 
