@@ -146,8 +146,8 @@ async function measureAt(rate) {
     try {
       for (let r = 0; r < ROUNDS; r++) {
         const log = path.join(dir, `r${r}.csv`);
-      // No warmup: the log holds every request sent, so the counts between two collections
-      // are complete (the processes are warm from the prewarm).
+        // No warmup: the log holds every request sent, so the counts between two collections
+        // are complete (the processes are warm from the prewarm).
         const rep = await loadtest(LOADTEST, workers[0].url, [...urls, "--rate", String(rate), "--duration", `${SECONDS}s`, "--warmup", "0s", "--latency-log", log]);
         const mine = workers.map(() => []);
         for (const line of readFileSync(log, "utf8").trim().split("\n").slice(1)) {

@@ -555,14 +555,13 @@ fn execute(plan: &Plan) -> anyhow::Result<Report> {
     } else {
         ProgressBar::hidden()
     };
+    let log_error = |p: &std::path::Path| format!("cannot write --latency-log {}", p.display());
     // Opened (and truncated) before any load, so a bad path fails the run at once.
     let mut log = match &plan.latency_log {
         Some(p) => {
-            let f = std::fs::File::create(p)
-                .with_context(|| format!("cannot write --latency-log {}", p.display()))?;
+            let f = std::fs::File::create(p).with_context(|| log_error(p))?;
             let mut w = std::io::BufWriter::new(f);
-            writeln!(w, "{LATENCY_LOG_HEADER}")
-                .with_context(|| format!("cannot write --latency-log {}", p.display()))?;
+            writeln!(w, "{LATENCY_LOG_HEADER}").with_context(|| log_error(p))?;
             Some(w)
         }
         None => None,
@@ -600,8 +599,7 @@ fn execute(plan: &Plan) -> anyhow::Result<Report> {
     })?;
     bar.finish_and_clear();
     if let (Some(mut w), Some(p)) = (log, &plan.latency_log) {
-        w.flush()
-            .with_context(|| format!("cannot write --latency-log {}", p.display()))?;
+        w.flush().with_context(|| log_error(p))?;
     }
     let targets: Vec<TargetReport> = plan
         .targets
@@ -807,7 +805,8 @@ async fn run_step(
     let start_unix_us = (SystemTime::now() + Duration::from_millis(5))
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as u64);
-    let records: Arc<Mutex<Vec<Record>>> = Arc::new(Mutex::new(Vec::new()));
+    // Only with `record`: without it a request costs no lock and no reference count more.
+    let records: Option<Arc<Mutex<Vec<Record>>>> = record.then(|| Arc::new(Mutex::new(Vec::new())));
     let timer = std::thread::spawn(move || {
         let mut max_lag = Duration::ZERO;
         for i in 0..n * k as u64 {
@@ -831,14 +830,14 @@ async fn run_step(
         let tallies = Arc::clone(&tallies);
         let bar = bar.clone();
         let timeout = client.plan.timeout;
-        let records = Arc::clone(&records);
+        let records = records.clone();
         tasks.spawn(async move {
             let outcome = tokio::time::timeout_at((at + timeout).into(), client.send())
                 .await
                 .unwrap_or(Outcome::Failed("timeout"));
             let done = Instant::now();
             let us = done.saturating_duration_since(at).as_micros() as u64;
-            if record {
+            if let Some(records) = &records {
                 let outcome = match &outcome {
                     Outcome::Response { status, .. } => RecordOutcome::Status(*status),
                     Outcome::Failed(kind) => RecordOutcome::Failed(kind),
@@ -884,7 +883,9 @@ async fn run_step(
             step_report(&t, rate, n, d, start, max_lag)
         })
         .collect();
-    let records = std::mem::take(&mut *records.lock().unwrap_or_else(|e| e.into_inner()));
+    let records = records.map_or_else(Vec::new, |r| {
+        std::mem::take(&mut *r.lock().unwrap_or_else(|e| e.into_inner()))
+    });
     (reports, records)
 }
 
