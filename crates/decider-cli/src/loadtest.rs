@@ -1,9 +1,10 @@
 //! `decider loadtest`: an open-loop HTTP/1.1 load generator for the Worker.
 //!
 //! Requests are *scheduled* at a constant arrival rate (request `i` at `start + i / rate`)
-//! by a dedicated timer thread, independently of how fast the target answers, and each
-//! request's latency is measured from its scheduled send time, not from when a connection
-//! became free. A stalled target therefore shows up as the queueing delay its users would
+//! by a precise clock ([`ticker`]: a timerfd in the runtime's event loop on Linux, else a
+//! timer thread), independently of how fast the target answers, and each request's latency
+//! is measured from its scheduled send time, not from when a connection became free. How
+//! late the generator itself started each request is reported too (the send lag). A stalled target therefore shows up as the queueing delay its users would
 //! see instead of being hidden by a generator that politely waits (coordinated omission).
 //!
 //! Latencies go into an HdrHistogram (1 µs .. 1 h, 3 significant digits). Responses are
@@ -38,7 +39,10 @@ use std::net::{SocketAddr, ToSocketAddrs as _};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tokio::sync::{mpsc, Semaphore};
+use ticker::{Clock, Schedule, Ticker};
+
+mod ticker;
+use tokio::sync::Semaphore;
 
 /// Header whose values are counted per response (DESIGN §7).
 pub const SOURCE_HEADER: &str = "x-decision-source";
@@ -125,6 +129,11 @@ pub struct LoadtestArgs {
     /// warmup is not written. Holds about 50 bytes per request of a step in memory.
     #[arg(long, value_name = "FILE")]
     pub latency_log: Option<PathBuf>,
+    /// The schedule's clock: a timerfd in the sending thread's event loop (Linux; `auto`
+    /// picks it there) or a timer thread that hands each send time over. How late requests
+    /// went out is reported as the send lag.
+    #[arg(long, value_enum, default_value_t = Clock::Auto)]
+    pub clock: Clock,
 }
 
 /// A `--step START:END:STEP` ramp.
@@ -258,6 +267,7 @@ struct Plan {
     connections: usize,
     timeout: Duration,
     latency_log: Option<PathBuf>,
+    clock: Clock,
 }
 
 impl Plan {
@@ -357,6 +367,7 @@ impl Plan {
             connections: a.connections,
             timeout: a.timeout,
             latency_log: a.latency_log.clone(),
+            clock: a.clock.resolve(),
         })
     }
 
@@ -403,9 +414,23 @@ pub struct StepReport {
     pub error_rate: f64,
     /// Responses by `x-decision-source` value (`(none)` when absent).
     pub sources: BTreeMap<String, u64>,
-    /// How late the generator's timer thread sent its latest request (a saturated generator
-    /// shows here, not as target latency).
+    /// How late the generator started sending its requests, from their scheduled send time
+    /// (the generator's own delay, included in the latency; a saturated generator shows
+    /// here, not only as target latency). `None` when nothing was sent.
+    pub send_lag: Option<SendLag>,
+    /// `send_lag.max_us` (0 when nothing was sent); kept for earlier readers of the JSON.
     pub max_send_lag_us: u64,
+}
+
+/// The generator's own delay: from scheduled send time to the start of sending, µs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SendLag {
+    /// Median.
+    pub p50_us: u64,
+    /// 99th percentile.
+    pub p99_us: u64,
+    /// Largest.
+    pub max_us: u64,
 }
 
 impl StepReport {
@@ -451,6 +476,8 @@ pub struct Report {
     pub duration_s: f64,
     /// Per-request timeout from scheduled time, milliseconds.
     pub timeout_ms: f64,
+    /// The schedule's clock: `timerfd` or `thread` (see `--clock`).
+    pub clock: Clock,
     /// The knee limit, microseconds.
     pub p99_limit_us: u64,
     /// One entry per rate, in order.
@@ -619,6 +646,7 @@ fn execute(plan: &Plan) -> anyhow::Result<Report> {
         warmup_s: plan.warmup.as_secs_f64(),
         duration_s: plan.duration.as_secs_f64(),
         timeout_ms: plan.timeout.as_secs_f64() * 1e3,
+        clock: plan.clock,
         p99_limit_us: plan.p99_limit.as_micros() as u64,
         steps: first.steps,
         knee: first.knee,
@@ -757,6 +785,8 @@ fn stale_connection(e: &hyper::Error) -> bool {
 /// Results of one step, filled in by the request tasks.
 struct Tally {
     hist: Histogram<u64>,
+    /// From each request's scheduled send time to the start of its sending, µs.
+    lag: Histogram<u64>,
     responses: u64,
     ok: u64,
     errors: BTreeMap<String, u64>,
@@ -787,6 +817,9 @@ async fn run_step(
                     // 1 µs .. 1 h at 3 significant digits: constant, valid bounds.
                     hist: Histogram::new_with_bounds(1, MAX_DURATION.as_micros() as u64, 3)
                         .expect("valid histogram bounds"),
+                    // 0 µs (on time) .. 1 h.
+                    lag: Histogram::new_with_bounds(1, MAX_DURATION.as_micros() as u64, 3)
+                        .expect("valid histogram bounds"),
                     responses: 0,
                     ok: 0,
                     errors: BTreeMap::new(),
@@ -797,9 +830,6 @@ async fn run_step(
             .collect(),
     );
     let interval = Duration::from_secs_f64(1.0 / (rate * k as f64));
-    // The timer thread owns the schedule: tokio's timer wheel has 1 ms granularity, which
-    // would bunch requests at high rates and inflate latency measured from the schedule.
-    let (tx, mut rx) = mpsc::unbounded_channel::<(Instant, usize)>();
     let start = Instant::now() + Duration::from_millis(5);
     // The schedule's origin on the wall clock, for the latency log.
     let start_unix_us = (SystemTime::now() + Duration::from_millis(5))
@@ -807,31 +837,22 @@ async fn run_step(
         .map_or(0, |d| d.as_micros() as u64);
     // Only with `record`: without it a request costs no lock and no reference count more.
     let records: Option<Arc<Mutex<Vec<Record>>>> = record.then(|| Arc::new(Mutex::new(Vec::new())));
-    let timer = std::thread::spawn(move || {
-        let mut max_lag = Duration::ZERO;
-        for i in 0..n * k as u64 {
-            let at = start + interval.mul_f64(i as f64);
-            let round = i / k as u64;
-            let target = ((i + round) % k as u64) as usize;
-            let now = Instant::now();
-            if at > now {
-                std::thread::sleep(at - now);
-            }
-            max_lag = max_lag.max(Instant::now().saturating_duration_since(at));
-            if tx.send((at, target)).is_err() {
-                break;
-            }
-        }
-        max_lag
-    });
+    let schedule = Schedule {
+        start,
+        interval,
+        targets: k,
+        total: n * k as u64,
+    };
+    let mut ticker = Ticker::start(schedule, clients[0].plan.clock);
     let mut tasks = tokio::task::JoinSet::new();
-    while let Some((at, target)) = rx.recv().await {
+    while let Some((at, target)) = ticker.next().await {
         let client = Arc::clone(&clients[target]);
         let tallies = Arc::clone(&tallies);
         let bar = bar.clone();
         let timeout = client.plan.timeout;
         let records = records.clone();
         tasks.spawn(async move {
+            let lag = Instant::now().saturating_duration_since(at);
             let outcome = tokio::time::timeout_at((at + timeout).into(), client.send())
                 .await
                 .unwrap_or(Outcome::Failed("timeout"));
@@ -854,6 +875,7 @@ async fn run_step(
                     });
             }
             let mut t = tallies[target].lock().unwrap_or_else(|e| e.into_inner());
+            t.lag.saturating_record(lag.as_micros() as u64);
             t.last_done = Some(t.last_done.map_or(done, |l| l.max(done)));
             match outcome {
                 Outcome::Response { status, source } => {
@@ -875,12 +897,11 @@ async fn run_step(
         while tasks.try_join_next().is_some() {}
     }
     while tasks.join_next().await.is_some() {}
-    let max_lag = timer.join().unwrap_or(Duration::ZERO);
     let reports = tallies
         .iter()
         .map(|t| {
             let t = t.lock().unwrap_or_else(|e| e.into_inner());
-            step_report(&t, rate, n, d, start, max_lag)
+            step_report(&t, rate, n, d, start)
         })
         .collect();
     let records = records.map_or_else(Vec::new, |r| {
@@ -935,14 +956,7 @@ fn write_records(w: &mut impl Write, rate: f64, mut records: Vec<Record>) -> any
 }
 
 /// One target's step measurement from its tally.
-fn step_report(
-    t: &Tally,
-    rate: f64,
-    n: u64,
-    d: Duration,
-    start: Instant,
-    max_lag: Duration,
-) -> StepReport {
+fn step_report(t: &Tally, rate: f64, n: u64, d: Duration, start: Instant) -> StepReport {
     let window = t
         .last_done
         .map_or(d, |l| l.saturating_duration_since(start))
@@ -970,12 +984,25 @@ fn step_report(
             failed as f64 / n as f64
         },
         sources: t.sources.clone(),
-        max_send_lag_us: max_lag.as_micros() as u64,
+        send_lag: (!t.lag.is_empty()).then(|| SendLag {
+            p50_us: t.lag.value_at_quantile(0.50),
+            p99_us: t.lag.value_at_quantile(0.99),
+            max_us: t.lag.max(),
+        }),
+        max_send_lag_us: t.lag.max(),
     }
 }
 
 fn fmt_ms(us: u64) -> String {
     format!("{:.3} ms", us as f64 / 1e3)
+}
+
+fn clock_name(c: Clock) -> &'static str {
+    match c {
+        Clock::Timerfd => "timerfd",
+        Clock::Thread => "timer thread",
+        Clock::Auto => "auto",
+    }
 }
 
 /// The human-readable report.
@@ -985,9 +1012,10 @@ pub fn render_table(r: &Report) -> String {
     if r.targets.len() > 1 {
         let _ = writeln!(
             out,
-            "{} to {} targets in turn, each at the rate below; open loop, warmup {}s, {}s per rate, ≤{} connections each, timeout {} ms",
+            "{} to {} targets in turn, each at the rate below; open loop ({} clock), warmup {}s, {}s per rate, ≤{} connections each, timeout {} ms",
             r.method,
             r.targets.len(),
+            clock_name(r.clock),
             r.warmup_s,
             r.duration_s,
             r.connections,
@@ -1000,8 +1028,14 @@ pub fn render_table(r: &Report) -> String {
     } else {
         let _ = writeln!(
             out,
-            "{} {}  open loop, warmup {}s, {}s per rate, ≤{} connections, timeout {} ms",
-            r.method, r.url, r.warmup_s, r.duration_s, r.connections, r.timeout_ms
+            "{} {}  open loop ({} clock), warmup {}s, {}s per rate, ≤{} connections, timeout {} ms",
+            r.method,
+            r.url,
+            clock_name(r.clock),
+            r.warmup_s,
+            r.duration_s,
+            r.connections,
+            r.timeout_ms
         );
         render_steps(&mut out, &r.steps, r.knee.as_ref(), r.p99_limit_us);
     }
@@ -1061,6 +1095,15 @@ fn render_steps(out: &mut String, steps: &[StepReport], knee: Option<&Knee>, p99
         if !s.errors.is_empty() {
             let kinds: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
             let _ = writeln!(out, "{prefix}errors: {}", kinds.join(", "));
+        }
+        if let Some(l) = s.send_lag {
+            let _ = writeln!(
+                out,
+                "{prefix}send lag (scheduled → sent): p50 {}, p99 {}, max {}",
+                fmt_ms(l.p50_us),
+                fmt_ms(l.p99_us),
+                fmt_ms(l.max_us)
+            );
         }
         if !s.sources.is_empty() {
             let total: u64 = s.sources.values().sum();
@@ -1197,6 +1240,7 @@ mod tests {
             timeout: Duration::from_secs(2),
             json: false,
             latency_log: None,
+            clock: Clock::Auto,
         }
     }
 
@@ -1409,10 +1453,20 @@ mod tests {
         ];
         a.rate = 20.0;
         a.duration = Duration::from_millis(400);
-        let r = report(&a);
-        assert_eq!((r.targets[0].steps[0].ok, r.targets[1].steps[0].ok), (8, 8));
-        let order = ORDER.lock().unwrap().clone();
-        assert_eq!(order, [0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0]);
+        // Both clocks keep the same schedule.
+        for clock in [Clock::Auto, Clock::Thread] {
+            ORDER.lock().unwrap().clear();
+            a.clock = clock;
+            let r = report(&a);
+            assert_eq!(r.clock, clock.resolve());
+            assert_eq!((r.targets[0].steps[0].ok, r.targets[1].steps[0].ok), (8, 8));
+            let order = ORDER.lock().unwrap().clone();
+            assert_eq!(
+                order,
+                [0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0],
+                "{clock:?}"
+            );
+        }
     }
 
     #[test]
@@ -1434,6 +1488,11 @@ mod tests {
         let l = s.latency.unwrap();
         assert!(l.p50_us > 350_000, "p50 {} µs hides the queue", l.p50_us);
         assert!(l.max_us > 800_000, "max {} µs", l.max_us);
+        // The queue is the target's (waiting for the one connection), not the generator's:
+        // every request still started on time.
+        let lag = s.send_lag.unwrap();
+        assert!(lag.p99_us < 100_000, "send lag p99 {} µs", lag.p99_us);
+        assert_eq!(lag.max_us, s.max_send_lag_us);
         // The backlog bounds the achieved rate at 1 / service time.
         assert!(s.achieved_rate < 60.0, "achieved {}", s.achieved_rate);
         assert_eq!(s.sources.get("(none)"), Some(&100));
@@ -1691,6 +1750,7 @@ mod tests {
             errors: errors.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
             error_rate: 0.0,
             sources: BTreeMap::new(),
+            send_lag: None,
             max_send_lag_us: 0,
         };
         let limit = Duration::from_millis(5);
@@ -1746,6 +1806,15 @@ mod tests {
         for k in ["p50_us", "p90_us", "p99_us", "p999_us", "max_us"] {
             assert!(s["latency"][k].as_u64().is_some(), "{k}");
         }
+        let lag = |k: &str| s["send_lag"][k].as_u64().unwrap();
+        assert!(lag("p50_us") <= lag("p99_us") && lag("p99_us") <= lag("max_us"));
+        assert_eq!(s["max_send_lag_us"].as_u64(), Some(lag("max_us")));
+        let clock = if cfg!(target_os = "linux") {
+            "timerfd"
+        } else {
+            "thread"
+        };
+        assert_eq!(v["clock"], clock);
         assert_eq!(s["sources"]["model"], 20);
         assert_eq!(s["sent"], 20);
         assert!(s["achieved_rate"].as_f64().unwrap() > 0.0);
