@@ -341,6 +341,14 @@ if (agree) {
   p("the machine's noise alone moves the numbers from one run to the next. (oha's latency correction measures from");
   p("the moment its rate limiter released a request; `decider loadtest` from the request's scheduled instant.)");
   p();
+  if (agree.percentiles) {
+    p("Both sides' p50 and p99 are the nearest rank (the ⌈q·n⌉-th smallest): `decider loadtest` reports that, and");
+    p("oha's are taken from its per-request CSV. oha's own summary takes the element at index ⌊q·n⌋, one rank");
+    p("higher whenever q·n is whole, and in a noisy tail neighbouring ranks can be milliseconds apart. With oha's");
+    p(`convention the ratios would be ${f(agree.oha_own_convention.p50_ratio, 3)} (p50) and ${f(agree.oha_own_convention.p99_ratio, 3)} (p99), not judged.`);
+    if (agree.loadtest_clock) p(`\`decider loadtest\` ran with its ${agree.loadtest_clock} clock; its send lag is in the table below.`);
+    p();
+  }
   p("| mode | generator | p50 ms | p99 ms |");
   p("|---|---|---|---|");
   p(`| concurrent | decider loadtest | ${f(agree.loadtest.p50_ms, 3)} | ${f(agree.loadtest.p99_ms, 3)} |`);
@@ -355,10 +363,11 @@ if (agree) {
   p();
   p("Per concurrent round (loadtest / oha):");
   p();
-  p("| round | p50 ms | p99 ms |");
-  p("|---|---|---|");
+  const lagged = (agree.concurrent_detail ?? []).some((r) => r.ours.send_lag_p50_ms !== undefined);
+  p(`| round | p50 ms | p99 ms |${lagged ? " loadtest send lag p50 / p99 ms |" : ""}`);
+  p(`|---|---|---|${lagged ? "---|" : ""}`);
   (agree.concurrent_detail ?? []).forEach((r, i) =>
-    p(`| ${i + 1} | ${f(r.ours.p50_ms, 3)} / ${f(r.oha.p50_ms, 3)} | ${f(r.ours.p99_ms, 2)} / ${f(r.oha.p99_ms, 2)} |`),
+    p(`| ${i + 1} | ${f(r.ours.p50_ms, 3)} / ${f(r.oha.p50_ms, 3)} | ${f(r.ours.p99_ms, 2)} / ${f(r.oha.p99_ms, 2)} |${lagged ? ` ${f(r.ours.send_lag_p50_ms, 3)} / ${f(r.ours.send_lag_p99_ms, 2)} |` : ""}`),
   );
   p();
 }
