@@ -34,7 +34,7 @@ import { createRequire } from "node:module";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { COMPAT_DATE, WORKERS, arg, loadtest, loadtestArg } from "./workers.mjs";
+import { COMPAT_DATE, WORKERS, arg, loadtest, loadtestArg, median } from "./workers.mjs";
 
 const LOADTEST = loadtestArg(
   "node bench/gc_probe.mjs --loadtest PATH [--only ours,js,floor] [--rates N,M] [--seconds S] [--rounds N] [--prewarm D] [--prewarm-rate N] [--v8-flags FLAGS] [--out FILE]",
@@ -169,10 +169,8 @@ async function measureAt(rate) {
   }
 }
 
-function median(xs) {
-  return quantile(xs, 0.5);
-}
-
+// Medians over collections and rounds are the bench's (workers.mjs: the mean of the two middle
+// values of an even count); request percentiles below are nearest-rank, as loadtest's.
 function quantile(xs, q) {
   if (xs.length === 0) return null;
   const s = [...xs].sort((a, b) => a - b);
