@@ -3,9 +3,10 @@
 //! Requests are *scheduled* at a constant arrival rate (request `i` at `start + i / rate`)
 //! by a precise clock ([`ticker`]: a timerfd in the runtime's event loop on Linux, else a
 //! timer thread), independently of how fast the target answers, and each request's latency
-//! is measured from its scheduled send time, not from when a connection became free. How
-//! late the generator itself started each request is reported too (the send lag). A stalled target therefore shows up as the queueing delay its users would
-//! see instead of being hidden by a generator that politely waits (coordinated omission).
+//! is measured from its scheduled send time, not from when a connection became free. A
+//! stalled target therefore shows up as the queueing delay its users would see instead of
+//! being hidden by a generator that politely waits (coordinated omission). How late the
+//! generator itself started each request is reported too (the send lag).
 //!
 //! Latencies go into an HdrHistogram (1 µs .. 1 h, 3 significant digits). Responses are
 //! counted by status class and by the `x-decision-source` header; failures by kind
@@ -40,9 +41,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use ticker::{Clock, Schedule, Ticker};
+use tokio::sync::Semaphore;
 
 mod ticker;
-use tokio::sync::Semaphore;
 
 /// Header whose values are counted per response (DESIGN §7).
 pub const SOURCE_HEADER: &str = "x-decision-source";
@@ -794,6 +795,12 @@ struct Tally {
     last_done: Option<Instant>,
 }
 
+/// A histogram of µs up to 1 h at 3 significant digits (constant, valid bounds).
+fn micros_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_DURATION.as_micros() as u64, 3)
+        .expect("valid histogram bounds")
+}
+
 /// Runs `rate` requests/s to each target for `d`; returns each target's measurement, in
 /// target order.
 ///
@@ -814,12 +821,8 @@ async fn run_step(
         (0..k)
             .map(|_| {
                 Mutex::new(Tally {
-                    // 1 µs .. 1 h at 3 significant digits: constant, valid bounds.
-                    hist: Histogram::new_with_bounds(1, MAX_DURATION.as_micros() as u64, 3)
-                        .expect("valid histogram bounds"),
-                    // 0 µs (on time) .. 1 h.
-                    lag: Histogram::new_with_bounds(1, MAX_DURATION.as_micros() as u64, 3)
-                        .expect("valid histogram bounds"),
+                    hist: micros_histogram(),
+                    lag: micros_histogram(),
                     responses: 0,
                     ok: 0,
                     errors: BTreeMap::new(),
