@@ -115,8 +115,9 @@ const median = (xs) => {
   return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 };
 
-// Warm both the target and each generator's connections; discarded.
 const percentileNote = "loadtest: nearest rank (HdrHistogram); oha: nearest rank over its per-request CSV (oha's own ⌊q·n⌋ index in `own`)";
+
+// Warm both the target and each generator's connections; discarded.
 await ours();
 await oha();
 const concurrent = [];
