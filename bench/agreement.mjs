@@ -23,16 +23,10 @@
 import { Miniflare } from "miniflare";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { readFileSync, writeFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
+import { BODY_FILE, ROOT, arg, median, nearestRank } from "./workers.mjs";
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, "..");
-function arg(name, dflt) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-}
 const LOADTEST = arg("loadtest");
 const OHA = arg("oha");
 if (!LOADTEST || !OHA) {
@@ -47,7 +41,6 @@ const CONNECTIONS = 32;
 // oha runs its rate limiter and its requests on one tokio runtime; give it as many threads as
 // `decider loadtest` uses (a timer thread and a runtime thread).
 const OHA_THREADS = process.env.AGREE_OHA_THREADS ?? "2";
-const BODY_FILE = path.join(HERE, "state.json");
 const log = (...a) => console.error("[agreement]", ...a);
 
 const mf = new Miniflare({
@@ -87,9 +80,8 @@ async function ours() {
   };
 }
 
-// The q-quantile of `sorted` by nearest rank (HdrHistogram's, and so loadtest's), and by oha's
-// index ⌊q·n⌋.
-const nearestRank = (sorted, q) => sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)];
+// The q-quantile of `sorted` by oha's index ⌊q·n⌋ (nearestRank, from workers.mjs, is
+// HdrHistogram's and so loadtest's).
 const ohaIndex = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 
 // oha's CSV: a header, then one row per answered request: start, DNS, DNS+dialup, first
@@ -108,12 +100,6 @@ async function oha() {
     own: { p50_ms: ohaIndex(ms, 0.5), p99_ms: ohaIndex(ms, 0.99) },
   };
 }
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const n = s.length;
-  return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-};
 
 const percentileNote = "loadtest: nearest rank (HdrHistogram); oha: nearest rank over its per-request CSV (oha's own ⌊q·n⌋ index in `own`)";
 

@@ -34,7 +34,7 @@ import { createRequire } from "node:module";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { COMPAT_DATE, WORKERS, arg, loadtest, loadtestArg, median } from "./workers.mjs";
+import { COMPAT_DATE, WORKERS, arg, loadtest, loadtestArg, median, nearestRank as quantile } from "./workers.mjs";
 
 const LOADTEST = loadtestArg(
   "node bench/gc_probe.mjs --loadtest PATH [--only ours,js,floor] [--rates N,M] [--seconds S] [--rounds N] [--prewarm D] [--prewarm-rate N] [--v8-flags FLAGS] [--out FILE]",
@@ -170,13 +170,7 @@ async function measureAt(rate) {
 }
 
 // Medians over collections and rounds are the bench's (workers.mjs: the mean of the two middle
-// values of an even count); request percentiles below are nearest-rank, as loadtest's.
-function quantile(xs, q) {
-  if (xs.length === 0) return null;
-  const s = [...xs].sort((a, b) => a - b);
-  // The smallest value with at least a share q of the values at or below it (HdrHistogram's).
-  return s[Math.max(0, Math.ceil(q * s.length) - 1)];
-}
+// values of an even count); request percentiles are nearest-rank (`quantile`), as loadtest's.
 
 /** One Worker's GC statistics against its requests (all rounds) and its rounds. */
 function summarise(w, reqs, rounds, rate) {

@@ -163,6 +163,14 @@ export function cpuPerRequest(c0, c1, step, warmupS) {
   return c0 !== null && c1 !== null && requests > 0 ? (c1 - c0) / 1e3 / requests : null;
 }
 
+/** The q-quantile of `xs` by nearest rank: the ⌈q·n⌉-th smallest (HdrHistogram's, and so
+ * `decider loadtest`'s); null when empty. */
+export const nearestRank = (xs, q) => {
+  if (xs.length === 0) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.max(0, Math.ceil(q * s.length) - 1)];
+};
+
 export const median = (xs) => {
   const s = xs.filter((x) => x !== null && x !== undefined).sort((a, b) => a - b);
   const n = s.length;
