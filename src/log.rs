@@ -1,6 +1,6 @@
 //! One JSON log line per decision (Workers Logs / `wrangler tail` pick up `console.log`).
 
-use decider_core::json_text::{push_str_opt, push_u64, Number};
+use decider_core::json_text::{push_f64, push_str_opt, push_u64};
 use decider_core::policy::FallbackReason;
 use decider_core::{Action, Decision};
 use serde_json::{json, Value};
@@ -81,7 +81,7 @@ pub fn write_decision_line(
     out.push_str(d.action.name());
     out.push_str("\",\"confidence\":");
     match d.confidence {
-        Some(c) => out.push_str(Number::of(c).as_str()),
+        Some(c) => push_f64(out, c),
         None => out.push_str("null"),
     }
     out.push_str(",\"decision_us\":");

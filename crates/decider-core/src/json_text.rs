@@ -2,49 +2,37 @@
 //! records (the decision body, the Worker's log line) are built with these instead of the
 //! generic serialiser, which costs more than the model's forward pass in wasm.
 
-/// A number as serde_json writes it (its own formatter, so the text is the same in every
-/// serde_json version): shortest round-trip form, `null` when not finite.
-pub struct Number {
-    buf: [u8; 32],
-    len: usize,
-}
+/// Room for one number's text, as serde_json formats an `f64`: shortest round-trip form
+/// (zmij, the formatter serde_json itself calls, so the text is the same), `null` when
+/// not finite. Formatting writes straight into it: no copy, no UTF-8 check after.
+#[derive(Default)]
+pub struct NumberText(zmij::Buffer);
 
-impl Number {
-    /// The text of `v` (`null` when not finite).
-    pub fn of(v: f64) -> Number {
-        use serde_json::ser::{CompactFormatter, Formatter};
-        let mut n = Number {
-            buf: [0; 32],
-            len: 0,
-        };
-        let mut w = &mut n.buf[..];
-        // At most 24 bytes ("-1.2345678901234567e-308"); a failure leaves `null`.
-        if v.is_finite() && CompactFormatter.write_f64(&mut w, v).is_ok() {
-            n.len = 32 - w.len();
-        }
-        n
+impl NumberText {
+    /// Empty room.
+    pub fn new() -> NumberText {
+        NumberText(zmij::Buffer::new())
     }
 
-    /// The number's text.
-    pub fn as_str(&self) -> &str {
-        match std::str::from_utf8(&self.buf[..self.len]) {
-            Ok(s) if !s.is_empty() => s,
-            _ => "null",
+    /// The text of `v` (`null` when not finite), kept in `self`.
+    pub fn format(&mut self, v: f64) -> &str {
+        if v.is_finite() {
+            self.0.format_finite(v)
+        } else {
+            "null"
         }
     }
 }
 
-/// An integer as serde_json writes it (its own formatter; `write!` would go through the
-/// much slower `core::fmt` machinery).
+/// A number appended as serde_json writes an `f64` (see [`NumberText`]).
+pub fn push_f64(out: &mut String, v: f64) {
+    out.push_str(NumberText::new().format(v));
+}
+
+/// An integer as serde_json writes it (itoa, its own formatter; `write!` would go through
+/// the much slower `core::fmt` machinery).
 pub fn push_u64(out: &mut String, v: u64) {
-    use serde_json::ser::{CompactFormatter, Formatter};
-    let mut buf = [0u8; 20];
-    let mut w = &mut buf[..];
-    // 20 bytes hold u64::MAX, so this cannot fail.
-    if CompactFormatter.write_u64(&mut w, v).is_ok() {
-        let n = 20 - w.len();
-        out.push_str(std::str::from_utf8(&buf[..n]).unwrap_or("0"));
-    }
+    out.push_str(itoa::Buffer::new().format(v));
 }
 
 /// A string as a JSON string (serde_json's escaping), or `null`.
@@ -61,5 +49,40 @@ pub fn push_str_opt(out: &mut String, v: Option<&str>) {
         }
         Some(s) => out.push_str(&serde_json::Value::from(s).to_string()),
         None => out.push_str("null"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_written_as_serde_json_writes_them() {
+        for v in [
+            0.0,
+            -0.0,
+            1.0,
+            0.1,
+            1e-8,
+            1.2831194610736048e-8,
+            0.9999990137378125,
+            1e300,
+            -2.5e-308,
+            f64::MIN_POSITIVE,
+            f64::MAX,
+        ] {
+            let mut out = String::new();
+            push_f64(&mut out, v);
+            assert_eq!(out, serde_json::to_string(&v).unwrap(), "{v:e}");
+        }
+        for v in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            assert_eq!(NumberText::new().format(v), "null");
+            assert_eq!(serde_json::to_string(&v).unwrap(), "null");
+        }
+        for v in [0, 7, 10, 12_345, u64::MAX] {
+            let mut out = String::new();
+            push_u64(&mut out, v);
+            assert_eq!(out, v.to_string());
+        }
     }
 }

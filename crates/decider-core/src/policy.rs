@@ -17,7 +17,7 @@
 
 use crate::actions::{Action, NUM_ACTIONS};
 use crate::features::ENCODER_VERSION;
-use crate::json_text::{push_str_opt, push_u64, Number};
+use crate::json_text::{push_f64, push_str_opt, push_u64, NumberText};
 use crate::model::{argmax, FeatureRanges, Probabilities};
 use crate::rules::RuleTable;
 use crate::state::State;
@@ -369,7 +369,9 @@ impl Decision {
     /// `/v1/decide` with this, and the generic serialiser costs more than the model's
     /// forward pass in wasm.
     pub fn to_json(&self) -> String {
-        let mut out = String::with_capacity(256);
+        // Room for the longest common record (four 17-digit probabilities, a version of
+        // some twenty characters, a fallback reason): one allocation, no regrowth.
+        let mut out = String::with_capacity(384);
         self.write_json(&mut out);
         out
     }
@@ -379,20 +381,30 @@ impl Decision {
     pub fn write_json(&self, out: &mut String) {
         // The probabilities first: the confidence is one of them when the model answered,
         // and formatting a float costs more than the rest of the record.
+        let mut room: [NumberText; 4] = Default::default();
+        let [ra, rb, rc, rr] = &mut room;
         let probs = self.probabilities.map(|p| {
-            [p.route_a, p.route_b, p.route_c, p.reject].map(|v| (v.to_bits(), Number::of(v)))
+            let values = [p.route_a, p.route_b, p.route_c, p.reject];
+            let texts = [
+                ra.format(p.route_a),
+                rb.format(p.route_b),
+                rc.format(p.route_c),
+                rr.format(p.reject),
+            ];
+            (values, texts)
         });
         out.push_str("{\"action\":\"");
         out.push_str(self.action.name());
         out.push_str("\",\"confidence\":");
         match self.confidence {
             Some(c) => {
-                let same = probs
-                    .as_ref()
-                    .and_then(|ps| ps.iter().find(|(bits, _)| *bits == c.to_bits()));
+                let same = probs.as_ref().and_then(|(values, texts)| {
+                    let i = values.iter().position(|v| v.to_bits() == c.to_bits())?;
+                    Some(texts[i])
+                });
                 match same {
-                    Some((_, text)) => out.push_str(text.as_str()),
-                    None => out.push_str(Number::of(c).as_str()),
+                    Some(text) => out.push_str(text),
+                    None => push_f64(out, c),
                 }
             }
             None => out.push_str("null"),
@@ -414,15 +426,15 @@ impl Decision {
         push_u64(out, u64::from(self.encoder_version));
         out.push_str(",\"probabilities\":");
         match &probs {
-            Some([a, b, c, r]) => {
+            Some((_, [a, b, c, r])) => {
                 out.push_str("{\"route_a\":");
-                out.push_str(a.1.as_str());
+                out.push_str(a);
                 out.push_str(",\"route_b\":");
-                out.push_str(b.1.as_str());
+                out.push_str(b);
                 out.push_str(",\"route_c\":");
-                out.push_str(c.1.as_str());
+                out.push_str(c);
                 out.push_str(",\"reject\":");
-                out.push_str(r.1.as_str());
+                out.push_str(r);
                 out.push('}');
             }
             None => out.push_str("null"),

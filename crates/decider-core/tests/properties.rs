@@ -13,7 +13,9 @@
 //! - calibration is monotonic: a higher temperature never raises the top probability;
 //! - `Decision::to_json` writes exactly what serde_json writes, for any decision;
 //! - the typed fast path of body parsing agrees with the `Value` path on any text near a
-//!   valid body: same state, or the same error.
+//!   valid body: same state, or the same error;
+//! - the fast path reads a decimal of any length, sign and number of fraction digits
+//!   bit for bit as the standard parser does.
 
 use decider_core::model::{
     argmax, softmax,
@@ -63,6 +65,7 @@ fn valid_state() -> impl Strategy<Value = State> {
 fn field_token() -> impl Strategy<Value = String> {
     prop_oneof![
         4 => (0..=30i64).prop_map(|v| v.to_string()),
+        2 => decimal(),
         2 => (0.0..=1.5f64).prop_map(|v| v.to_string()),
         1 => non_negative().prop_map(|v| format!("{v:e}")),
         1 => (0..=30u8).prop_map(|v| format!("{v}.0")),
@@ -75,6 +78,34 @@ fn field_token() -> impl Strategy<Value = String> {
         ])
         .prop_map(str::to_string),
     ]
+}
+
+/// A decimal as a client writes one: up to 18 digits, 0 to 17 of them after the point
+/// (across the fast path's 15-digit limit), optionally negative.
+fn decimal() -> impl Strategy<Value = String> {
+    (1u32..=18)
+        .prop_flat_map(|width| {
+            (
+                0..10u64.pow(width),
+                Just(width as usize),
+                0usize..18,
+                any::<bool>(),
+            )
+        })
+        .prop_map(|(m, width, frac, neg)| {
+            let digits = format!("{m:0width$}");
+            let frac = frac.min(width - 1);
+            let (int, f) = digits.split_at(width - frac);
+            // JSON allows no leading zero before other digits.
+            let int = int.trim_start_matches('0');
+            let int = if int.is_empty() { "0" } else { int };
+            let sign = if neg { "-" } else { "" };
+            if f.is_empty() {
+                format!("{sign}{int}")
+            } else {
+                format!("{sign}{int}.{f}")
+            }
+        })
 }
 
 /// Text near a valid `{"state": {…}}` body: fields dropped, duplicated, renamed, escaped
@@ -648,6 +679,31 @@ proptest! {
         let fast = State::from_body(body.as_bytes(), default_hour);
         let reference = State::from_body_value(body.as_bytes(), default_hour);
         prop_assert_eq!(fast, reference, "{}", body);
+    }
+
+    #[test]
+    fn fast_path_reads_decimals_as_the_standard_parser(
+        s in valid_state(),
+        d in decimal(),
+        field in 2..5usize,
+    ) {
+        // current_load, recent_success_rate or queue_depth: the fields that keep a fraction.
+        let mut v = s.to_value();
+        let name = decider_core::state::STATE_FIELDS[field];
+        v[name] = serde_json::Value::Null;
+        let body = format!("{{\"state\":{}}}", v.to_string().replace(&format!("\"{name}\":null"), &format!("\"{name}\":{d}")));
+        let want: f64 = d.parse().unwrap();
+        match State::from_body(body.as_bytes(), 0) {
+            Ok(s) => {
+                let got = [s.current_load, s.recent_success_rate, s.queue_depth][field - 2];
+                prop_assert_eq!(got.to_bits(), want.to_bits(), "{}", body);
+            }
+            // Refused only when out of range, and then as the Value path refuses it.
+            Err(e) => {
+                prop_assert!(want < 0.0 || (field == 3 && want > 1.0), "{} refused: {}", body, e);
+                prop_assert_eq!(Err(e), State::from_body_value(body.as_bytes(), 0));
+            }
+        }
     }
 
     #[test]
