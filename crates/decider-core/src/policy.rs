@@ -369,8 +369,8 @@ impl Decision {
     /// `/v1/decide` with this, and the generic serialiser costs more than the model's
     /// forward pass in wasm.
     pub fn to_json(&self) -> String {
-        // Room for the longest common record (four 17-digit probabilities, a version of
-        // some twenty characters, a fallback reason): one allocation, no regrowth.
+        // Room for a model decision's record (about 300 bytes with four probabilities at
+        // full precision): one allocation, no regrowth.
         let mut out = String::with_capacity(384);
         self.write_json(&mut out);
         out
