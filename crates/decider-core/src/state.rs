@@ -588,7 +588,7 @@ mod fast {
         }
     }
 
-    /// Most significant digits [`short_decimal`] takes: any 15-digit integer is exact in
+    /// The most digits [`short_decimal`] takes: any integer of 15 digits is exact in
     /// an `f64` (below 2^53).
     const SHORT_DIGITS: usize = 15;
     /// Powers of ten exact in an `f64` (10^22 is the last), for up to [`SHORT_DIGITS`]
