@@ -117,10 +117,20 @@ pub fn model_card(a: &Artifact, curve_file: &str, extra: &str) -> String {
         ),
         None => String::new(),
     };
+    // Training ends at the round cap only while validation log-loss is still improving
+    // (a round without improvement is never kept as the best): say which ended it.
+    let stopped = if t["rounds"].is_u64() && t["rounds"] == t["params"]["max_rounds"] {
+        format!(
+            "boosted for {} rounds (the max_rounds cap; validation log-loss still improving)",
+            t["rounds"]
+        )
+    } else {
+        format!("early-stopped at {} rounds", t["rounds"])
+    };
     let _ = writeln!(
         s,
-        "| model family | multi-output gradient-boosted trees (softmax); early-stopped at {} rounds{refit}; {} trees shipped |",
-        t["rounds"], t["trees"]
+        "| model family | multi-output gradient-boosted trees (softmax); {stopped}{refit}; {} trees shipped |",
+        t["trees"]
     );
     let _ = writeln!(
         s,
@@ -152,7 +162,7 @@ pub fn model_card(a: &Artifact, curve_file: &str, extra: &str) -> String {
         "| threshold | {:.4} (lowest confidence keeping validation accuracy ≥ {}) |",
         a.threshold, t["target_accuracy"]
     );
-    let _ = writeln!(s, "\n## Validation metrics\n\nMeasured on the held-out rows with the early-stopped model (before any refit).\n\n| metric | value |\n|---|---|");
+    let _ = writeln!(s, "\n## Validation metrics\n\nMeasured on the held-out rows with the model fitted on the training split (before any refit).\n\n| metric | value |\n|---|---|");
     let _ = writeln!(
         s,
         "| accuracy (argmax, all rows) | {} |",
@@ -211,4 +221,37 @@ pub fn model_card(a: &Artifact, curve_file: &str, extra: &str) -> String {
     }
     s.push_str(extra);
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::model_card;
+    use decider_core::model::{tests_support::TINY_ARTIFACT, Artifact};
+    use serde_json::json;
+
+    fn card_with(rounds: u64, max_rounds: u64) -> String {
+        let mut a: Artifact = serde_json::from_str(TINY_ARTIFACT).unwrap();
+        a.training = json!({
+            "rounds": rounds, "trees": rounds, "params": {"max_rounds": max_rounds}, "metrics": {},
+        });
+        model_card(&a, "curve.svg", "")
+    }
+
+    #[test]
+    fn card_says_whether_early_stopping_or_the_round_cap_ended_training() {
+        let early = card_with(52, 400);
+        assert!(
+            early.contains("early-stopped at 52 rounds; 52 trees shipped"),
+            "{early}"
+        );
+        assert!(!early.contains("cap"), "{early}");
+        let capped = card_with(16, 16);
+        assert!(
+            capped.contains(
+                "boosted for 16 rounds (the max_rounds cap; validation log-loss still improving)"
+            ),
+            "{capped}"
+        );
+        assert!(!capped.contains("early-stopped at"), "{capped}");
+    }
 }

@@ -255,7 +255,7 @@ pub struct Model {
     nodes: Vec<Node>,
     /// Per node: its leaf values for leaves, zeros for splits. Indexed by node, so that a
     /// walk's last node gives its values with one load instead of two (in a running Worker
-    /// every load of the model is likely a cache miss: 65 trees a decision).
+    /// every load of the model is likely a cache miss: every tree, every decision).
     leaves: Vec<[f64; NUM_ACTIONS]>,
     /// Root node index per tree.
     roots: Vec<u32>,
