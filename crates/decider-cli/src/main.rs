@@ -110,7 +110,7 @@ struct TrainArgs {
     /// Minimum rows per leaf.
     #[arg(long, default_value_t = GbdtParams::default().min_samples_leaf)]
     min_samples_leaf: usize,
-    /// Keep the early-stopped model instead of refitting on all rows of --data.
+    /// Keep the model fitted on the training split instead of refitting on all rows of --data.
     #[arg(long)]
     no_refit: bool,
     /// Markdown appended to the model card (e.g. the peer comparison).
