@@ -254,6 +254,12 @@ if (gc?.skipped) {
   p("`Heap::ShouldResizeNewSpace`), and grows it once enough survives. So a Worker under that line is collected");
   p("every megabyte or so, with short pauses, and one over it is collected several times less often, with longer ones.");
   p();
+  if (gc.labels.js_bounded) {
+    p(`The fourth row is a control: the plain-JS Worker reading its body with edge-decider's bounded read (\`src/glue.js\`,`);
+    p("the same file, through `bench/js-worker/worker-bounded.mjs`) instead of `request.text()`, which has no bound. It");
+    p("separates what the bound costs from what Rust/wasm costs.");
+    p();
+  }
   for (const rate of gc.rates) {
     const rows = gc.by_rate[rate] ?? [];
     p(`### ${rate} requests/s each`);
@@ -268,6 +274,12 @@ if (gc?.skipped) {
     if (known.length) {
       p();
       p(`Under ${LOW.toLocaleString("en-US")} bytes/ms at this rate: ${side_(true).join(", ") || "none"}; over it: ${side_(false).join(", ") || "none"}.`);
+    }
+    const row = (name) => rows.find((r) => r.name === name && r.young.promoted_kb_per_request != null);
+    const [ours, js, bounded] = ["ours", "js", "js_bounded"].map(row);
+    if (ours && js && bounded) {
+      p();
+      p(`Promoted KB per request: edge-decider ${f(ours.young.promoted_kb_per_request)}, the plain-JS Worker with the same bounded read ${f(bounded.young.promoted_kb_per_request)}, the plain-JS Worker with \`text()\` ${f(js.young.promoted_kb_per_request)}.`);
     }
     p();
   }

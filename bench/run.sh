@@ -90,7 +90,7 @@ cmd node bench/agreement.mjs --loadtest "$LOADTEST" --oha "$OHA" --out "$RESULTS
 
 say "garbage collections (V8 --trace-gc, new processes; explains the tail, not a claim)"
 # A failure here leaves the claims standing: the page then says this section was not measured.
-cmd node bench/gc_probe.mjs --loadtest "$LOADTEST" --rates "${BENCH_TOGETHER_RATES:-100,200}" "${gc_args[@]}" --out "$RESULTS/gc.json" >/dev/null ||
+cmd node bench/gc_probe.mjs --loadtest "$LOADTEST" --only ours,js,floor,js_bounded --rates "${BENCH_TOGETHER_RATES:-100,200}" "${gc_args[@]}" --out "$RESULTS/gc.json" >/dev/null ||
   printf '{"skipped": "bench/gc_probe.mjs failed (exit %s); its output is in the make bench log"}\n' "$?" > "$RESULTS/gc.json"
 
 say "report"

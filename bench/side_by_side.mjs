@@ -152,7 +152,7 @@ for (const n of ["ours", "floor"]) {
   const bytes = readFileSync(WORKERS[n].wasm);
   sizes[n] = { raw: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
 }
-const jsSrc = ["js-worker/worker.mjs", "js-worker/decide.mjs"].map((f) => readFileSync(path.join(HERE, f)));
+const jsSrc = ["js-worker/worker.mjs", "js-worker/handler.mjs", "js-worker/decide.mjs"].map((f) => readFileSync(path.join(HERE, f)));
 const jsAll = Buffer.concat([...jsSrc, readFileSync(path.join(ROOT, "model/decision-model.json"))]);
 sizes.js = { raw: jsAll.length, gzip: gzipSync(jsAll, { level: 9 }).length, note: "JS source + artifact JSON" };
 

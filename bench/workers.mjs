@@ -43,16 +43,32 @@ export const WORKERS = {
   },
   js: {
     label: "plain JS Worker (same decision by hand)",
+    options: () => ({ modules: jsModules("worker.mjs") }),
+  },
+  // The JS Worker reading the body with edge-decider's bounded read (src/glue.js) instead of
+  // `request.text()`: what the bound costs, apart from Rust/wasm.
+  js_bounded: {
+    label: "plain JS Worker, edge-decider's bounded body read (control)",
     options: () => ({
       modules: [
-        { type: "ESModule", path: path.join(HERE, "js-worker/worker.mjs"), contents: readFileSync(path.join(HERE, "js-worker/worker.mjs"), "utf8") },
-        { type: "ESModule", path: path.join(HERE, "js-worker/decide.mjs"), contents: readFileSync(path.join(HERE, "js-worker/decide.mjs"), "utf8") },
-        { type: "Text", path: path.join(HERE, "js-worker/artifact.json.txt"), contents: readFileSync(path.join(ROOT, "model/decision-model.json"), "utf8") },
-        { type: "Text", path: path.join(HERE, "js-worker/rules.json.txt"), contents: readFileSync(path.join(ROOT, "rules/default.json"), "utf8") },
+        ...jsModules("worker-bounded.mjs"),
+        { type: "ESModule", path: path.join(HERE, "js-worker/glue.js"), contents: readFileSync(path.join(ROOT, "src/glue.js"), "utf8") },
       ],
     }),
   },
 };
+
+/** The JS Worker's modules, `main` (a file in bench/js-worker) first. */
+function jsModules(main) {
+  const file = (name) => ({ type: "ESModule", path: path.join(HERE, "js-worker", name), contents: readFileSync(path.join(HERE, "js-worker", name), "utf8") });
+  return [
+    file(main),
+    file("handler.mjs"),
+    file("decide.mjs"),
+    { type: "Text", path: path.join(HERE, "js-worker/artifact.json.txt"), contents: readFileSync(path.join(ROOT, "model/decision-model.json"), "utf8") },
+    { type: "Text", path: path.join(HERE, "js-worker/rules.json.txt"), contents: readFileSync(path.join(ROOT, "rules/default.json"), "utf8") },
+  ];
+}
 
 /** The value after `--name` on the command line, or `dflt`. */
 export function arg(name, dflt) {
