@@ -77,7 +77,7 @@ if (micro) {
   p(`| whole decision in wasm (V8), median µs per decision | ${f(w, 2)} µs wall, ${f(wc, 2)} µs CPU (JS by hand: ${f(micro.js_whole_us.median, 2)} µs wall; wasm/JS ${f(micro.ratio_wasm_over_js, 2)}) | ≤ 3 µs | ${verdict(w <= 3)} |`);
 }
 const own = "each Worker's own socket";
-// The p99 claims are judged on the together measurement (the four Workers loaded in turn by
+// The p99 claims are judged on the together measurement (the Workers loaded in turn by
 // one generator, so that the machine's stalls fall on all of them alike) at the highest of
 // its rates below every knee; the Workers measured one after the other are shown beside.
 const { rate: tRate, note: tNote } = headlineRate(side?.together_rates);
@@ -85,11 +85,15 @@ const t0 = tRate !== null ? side.summary_together?.[tRate] : null;
 if (t0) {
   const c = t0.compare;
   const w = t0.workers;
-  const how = `${tRate}/s each${tNote}, the four Workers loaded in turn by one generator, median of ${t0.rounds} per-round ratios`;
+  const how = `${tRate}/s each${tNote}, the ${Object.keys(w).length} Workers loaded in turn by one generator, median of ${t0.rounds} per-round ratios`;
   const above = (k) => `edge-decider above in ${c[k].a_worse_rounds} of ${t0.rounds} rounds`;
   p(`| p99 edge-decider / empty Worker at ${how} | ${f(c["ours/floor"].p99_ratio, 3)} (${above("ours/floor")}; medians ${ms(w.ours.p99_us)} ms / ${ms(w.floor.p99_us)} ms) | ≤ 1.15 | ${verdict(c["ours/floor"].p99_ratio <= 1.15)} |`);
   p(`| p99 edge-decider / plain-JS Worker at ${how} | ${f(c["ours/js"].p99_ratio, 3)} (${above("ours/js")}; medians ${ms(w.ours.p99_us)} ms / ${ms(w.js.p99_us)} ms) | ≤ 1.00 | ${verdict(c["ours/js"].p99_ratio <= 1.0)} |`);
   p(`| A/A control, the same: p99 of a second empty Worker / the empty Worker (same build; the noise band of the ratios above) | ${f(c["floor_b/floor"].p99_ratio, 3)} (above in ${c["floor_b/floor"].a_worse_rounds} of ${t0.rounds} rounds) | – | measured |`);
+  const cb = c["ours/js_bounded"];
+  if (cb && w.js_bounded) {
+    p(`| control, the same: p99 edge-decider / the plain-JS Worker reading its body with edge-decider's bounded read (what the bound costs, apart from Rust/wasm); that Worker / the plain-JS Worker | ${f(cb.p99_ratio, 3)} (${above("ours/js_bounded")}; medians ${ms(w.ours.p99_us)} ms / ${ms(w.js_bounded.p99_us)} ms); ${f(c["js_bounded/js"].p99_ratio, 3)} (above in ${c["js_bounded/js"].a_worse_rounds} of ${t0.rounds} rounds) | – | measured |`);
+  }
   p(`| the same: workerd CPU per request, edge-decider / empty Worker; / plain-JS Worker (median of per-round ratios) | ${f(c["ours/floor"].cpu_ratio, 3)}; ${f(c["ours/js"].cpu_ratio, 3)} (${f(w.ours.workerd_cpu_us, 0)} / ${f(w.floor.workerd_cpu_us, 0)} / ${f(w.js.workerd_cpu_us, 0)} µs) | – | measured |`);
 }
 // Loaded one after the other: reported beside the claims.
@@ -127,7 +131,7 @@ if (side) {
   p();
   p(`Runtime: ${side.runtime}, one workerd per Worker, all up for the whole run, each loaded on a socket of its own (see \"Which socket\"). Load generator: \`decider loadtest\``);
   p(`(open loop, latency from the scheduled send time), ${side.duration} per measurement after a ${side.warmup} warmup,`);
-  p(`${side.rounds} rounds with every rate in each, the order of the Workers rotated each round; a new workerd per Worker ${(side.restart_every ?? 1) === 1 ? "every round" : `every ${side.restart_every} rounds`}, first loaded, unmeasured, for ${side.prewarm ?? "–"} at ${side.prewarm_rate ?? "–"}/s each, the four in turn (V8 tiers wasm functions up to TurboFan only after many thousand requests: steady state); each cell is the median over the rounds.`);
+  p(`${side.rounds} rounds with every rate in each, the order of the Workers rotated each round; a new workerd per Worker ${(side.restart_every ?? 1) === 1 ? "every round" : `every ${side.restart_every} rounds`}, first loaded, unmeasured, for ${side.prewarm ?? "–"} at ${side.prewarm_rate ?? "–"}/s each, all in turn (V8 tiers wasm functions up to TurboFan only after many thousand requests: steady state); each cell is the median over the rounds.`);
   p("The p99 range is the lowest and highest per-round p99: how far one round's tail moves on this machine.");
   p("CPU µs/req is the workerd process's CPU time (all threads, /proc schedstat) per request, the work behind the");
   p("latencies; both edge-decider and the JS Worker also write one log line per decision, the empty Worker none.");
@@ -136,7 +140,7 @@ if (side) {
   const table = (s) => {
     p("| Worker | p50 ms | p99 ms | p99 range ms | CPU µs/req | achieved/s | errors | p50 ratio ours/this | p99 ratio ours/this | CPU ratio ours/this | x-decision-source |");
     p("|---|---|---|---|---|---|---|---|---|---|---|");
-    for (const n of ["ours", "floor", "js", "floor_b"].filter((k) => s[k])) {
+    for (const n of ["ours", "floor", "js", "floor_b", "js_bounded"].filter((k) => s[k])) {
       const r = s[n];
       const src = Object.entries(r.sources ?? {}).map(([k, v]) => `${k} ${v}`).join(", ");
       const rp50 = n === "ours" ? "–" : f(ratio(s.ours.p50_us, r.p50_us), 3);
@@ -161,10 +165,11 @@ if (side) {
   for (const rate of side.together_rates ?? []) {
     const st = side.summary_together?.[rate];
     if (!st) continue;
-    p(`### ${rate} requests/s each, the four Workers loaded in turn by one generator (the p99 claims are judged here)`);
+    const count = Object.keys(st.workers).length;
+    p(`### ${rate} requests/s each, the ${count} Workers loaded in turn by one generator (the p99 claims are judged here)`);
     p();
-    p(`One \`decider loadtest\` with one \`--url\` per Worker sends to the four Workers in turn, each at ${rate}/s (${4 * rate}/s in all),`);
-    p(`for ${side.together_duration} per round after the rounds above, the turn order rotating: a stall of this machine falls on all four`);
+    p(`One \`decider loadtest\` with one \`--url\` per Worker sends to the ${count} Workers in turn, each at ${rate}/s (${count * rate}/s in all),`);
+    p(`for ${side.together_duration} per round after the rounds above, the turn order rotating: a stall of this machine falls on all of them`);
     p("within a few milliseconds, where Workers loaded one after the other each get their own seconds of it. The ratios are");
     p("taken per round (the Workers of a round shared its seconds) and their median is shown; the A/A pair is the noise band.");
     p();

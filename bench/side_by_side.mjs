@@ -3,7 +3,8 @@
 // few rounds, warmed to steady state) and loaded on a socket of its own (no proxy isolate in front, as on Cloudflare), driven by
 // the same load generator (`decider loadtest`) at the same fixed rates, interleaved round
 // by round so machine noise falls on all three alike (with a second copy of the empty
-// Worker as an A/A control at the fixed rates), then all four loaded together by one generator
+// Worker as an A/A control at the fixed rates), then those four and the bounded-read control
+// (the JS Worker reading its body as edge-decider does) loaded together by one generator
 // whose requests go to them in turn (BENCH_TOGETHER_RATES, each Worker at that rate; the p99
 // claims are judged on this); then a step ramp for each knee (confirmed by the next step), then
 // cold starts (a fresh workerd to its first decision), then wasm sizes. Each fixed-rate
@@ -42,12 +43,16 @@ const log = (...a) => console.error("[side-by-side]", ...a);
 const NAMES = ["ours", "floor", "js"];
 // The fixed rates also run the A/A control (see WORKERS.floor_b).
 const FIXED = [...NAMES, "floor_b"];
-// Together: the four Workers (each in its own workerd, on its own socket) loaded by one
+// The in-turn rounds also load the bounded-read control (WORKERS.js_bounded): the JS Worker
+// reading its body as edge-decider does, so that the tail cost of the bound is apart from
+// that of Rust/wasm. It is reported beside the claims, not judged.
+const TOGETHER = [...FIXED, "js_bounded"];
+// Together: the five Workers (each in its own workerd, on its own socket) loaded by one
 // generator whose requests go to them in turn (`decider loadtest` with one --url per
 // Worker; the turn order rotates every round of sends), each at the rate. Loaded one after
 // the other, each Worker gets its own seconds of this machine, and a burst of host noise (a
 // whole measurement with p50 above 2 ms) lands on whichever Worker runs then; loaded in
-// turn, a stall falls on all four within a millisecond or two. Two generators at once (the
+// turn, a stall falls on all of them within a millisecond or two. Two generators at once (the
 // paired loading this replaced) competed with each other for the two cores and showed an
 // A/A ratio of 1.83. Four Workers at 400/s each (1,600/s in all) saturated this machine
 // (p99 45–250 ms for every Worker), hence the lower rates.
@@ -83,17 +88,17 @@ const PLAN = [...RATES.map((rate) => ({ rate, via: "direct" })), ...ENTRY_RATES.
 const fixed = { direct: {}, entry: {} }; // via -> rate -> name -> [step reports]
 for (const { rate, via } of PLAN) fixed[via][rate] = Object.fromEntries(FIXED.map((n) => [n, []]));
 const together = {}; // rate -> name -> [step reports], one per round
-for (const rate of TOGETHER_RATES) together[rate] = Object.fromEntries(FIXED.map((n) => [n, []]));
+for (const rate of TOGETHER_RATES) together[rate] = Object.fromEntries(TOGETHER.map((n) => [n, []]));
 const running = {};
 for (let round = 0; round < ROUNDS; round++) {
   if (round % RESTART_EVERY === 0) {
-    if (round > 0) for (const n of FIXED) await running[n].mf.dispose();
-    for (const n of FIXED) {
+    if (round > 0) for (const n of TOGETHER) await running[n].mf.dispose();
+    for (const n of TOGETHER) {
       running[n] = await start(n);
       const first = await decideOnce(running[n].url);
       if (round === 0) log(`${n} up at ${running[n].url} (first answer source=${first.source})`);
     }
-    await loadtest(running[FIXED[0]].url, [...FIXED.slice(1).flatMap((n) => ["--url", running[n].url]), "--rate", PREWARM_RATE, "--duration", PREWARM, "--warmup", "0s"]);
+    await loadtest(running[TOGETHER[0]].url, [...TOGETHER.slice(1).flatMap((n) => ["--url", running[n].url]), "--rate", PREWARM_RATE, "--duration", PREWARM, "--warmup", "0s"]);
   }
   const order = FIXED.map((_, i) => FIXED[(i + round) % FIXED.length]);
   for (const { rate, via } of PLAN) {
@@ -106,7 +111,7 @@ for (let round = 0; round < ROUNDS; round++) {
   }
   for (const rate of TOGETHER_RATES) {
     // The first --url rotates with the round too (the generator's turn order rotates anyway).
-    const names = FIXED.map((_, i) => FIXED[(i + round) % FIXED.length]);
+    const names = TOGETHER.map((_, i) => TOGETHER[(i + round) % TOGETHER.length]);
     const c0 = names.map((n) => cpuNs(running[n].pid));
     const r = await loadtest(running[names[0]].url, [...names.slice(1).flatMap((n) => ["--url", running[n].url]), "--rate", String(rate), "--duration", TOGETHER_DURATION, "--warmup", WARMUP]);
     const c1 = names.map((n) => cpuNs(running[n].pid));
@@ -128,7 +133,7 @@ for (const n of NAMES) {
   knees[n] = { knee: r.knee, steps: r.steps.map((s) => ({ rate: s.target_rate, p50_us: s.latency?.p50_us, p99_us: s.latency?.p99_us, errors: s.errors, achieved: s.achieved_rate })) };
   log(`${n} knee: ${r.knee ? `${r.knee.rate}/s (${r.knee.reason})` : `none up to ${r.steps.at(-1).target_rate}/s`}`);
 }
-for (const n of FIXED) await running[n].mf.dispose();
+for (const n of TOGETHER) await running[n].mf.dispose();
 
 // ---- cold start: a fresh workerd + isolate to its first decision ------------------------
 const cold = Object.fromEntries(NAMES.map((n) => [n, { total_ms: [], first_request_ms: [], second_request_ms: [] }]));
@@ -182,8 +187,9 @@ const summaryEntry = summarise(fixed.entry);
 
 /**
  * Per rate of the together measurement: each Worker's medians over the rounds, and the
- * median of the per-round p99 and p50 ratios of each comparison (ours / floor, ours / JS, and
- * the A/A control floor_b / floor): the Workers of one round shared its seconds.
+ * median of the per-round p99 and p50 ratios of each comparison (ours / floor, ours / JS, the
+ * A/A control floor_b / floor, and with the bounded-read control ours / it and it / JS): the
+ * Workers of one round shared its seconds.
  */
 function summariseTogether(runs) {
   const out = {};
@@ -199,7 +205,12 @@ function summariseTogether(runs) {
     out[rate] = {
       workers: summarise({ [rate]: byName })[rate],
       rounds: byName.ours.length,
-      compare: { "ours/floor": cmp("ours", "floor"), "ours/js": cmp("ours", "js"), "floor_b/floor": cmp("floor_b", "floor") },
+      compare: {
+        "ours/floor": cmp("ours", "floor"),
+        "ours/js": cmp("ours", "js"),
+        "floor_b/floor": cmp("floor_b", "floor"),
+        ...(byName.js_bounded ? { "ours/js_bounded": cmp("ours", "js_bounded"), "js_bounded/js": cmp("js_bounded", "js") } : {}),
+      },
     };
   }
   return out;
@@ -221,7 +232,7 @@ const result = {
   step_duration: STEP_DURATION,
   p99_limit: P99_LIMIT,
   knee_confirm: Number(KNEE_CONFIRM),
-  labels: Object.fromEntries(FIXED.map((n) => [n, WORKERS[n].label])),
+  labels: Object.fromEntries(TOGETHER.map((n) => [n, WORKERS[n].label])),
   summary,
   summary_entry: summaryEntry,
   together_rates: TOGETHER_RATES,
