@@ -98,7 +98,7 @@ if (t0) {
   const w = t0.workers;
   const how = `${tRate}/s each${tNote}, the ${Object.keys(w).length} Workers loaded in turn by one generator, median of ${t0.rounds} per-round ratios`;
   const above = (k) => `edge-decider above in ${c[k].a_worse_rounds} of ${t0.rounds} rounds`;
-  // Whether this run can tell: two builds of the same Worker (the A/A control) landed
+  // Whether this run can tell: two processes of the same build (the A/A control) landed
   // |A/A - 1| apart, so a ratio closer than that to its target is within the run's noise,
   // whichever side of the target it falls.
   const aa = c["floor_b/floor"].p99_ratio;
