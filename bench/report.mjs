@@ -279,7 +279,7 @@ if (gc?.skipped) {
   p("every megabyte or so, with short pauses, and one over it is collected several times less often, with longer ones.");
   p();
   if (gc.labels.js_bounded) {
-    p(`The fourth row is a control: the plain-JS Worker reading its body with edge-decider's bounded read (\`src/glue.js\`,`);
+    p(`The row "${gc.labels.js_bounded}" is a control: the plain-JS Worker reading its body with edge-decider's bounded read (\`src/glue.js\`,`);
     p("the same file, through `bench/js-worker/worker-bounded.mjs`) instead of `request.text()`, which has no bound. It");
     p("separates what the bound costs from what Rust/wasm costs.");
     p();
