@@ -59,7 +59,7 @@ build: build/index.js
 
 build/index.js: $(WORKER_INPUTS) | tools node
 	bash scripts/build-worker.sh
-	@touch $@ build/entry.mjs
+	@touch $@
 
 size: build
 	@raw=$$(stat -c %s build/index_bg.wasm); gz=$$(gzip -9 -c build/index_bg.wasm | wc -c); \

@@ -55,7 +55,7 @@ export const SPOOFED_HEADERS = {
 
 /** What a decision is, without its timing. */
 function decisionCore(d) {
-  const { decision_us: _t, ...rest } = d;
+  const { decision_us: _t, decision_id: _id, ...rest } = d;
   return JSON.stringify(rest);
 }
 

@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 // Runs the end-to-end suite (vitest) and prints one closing line: "e2e: N passed, M failed".
-// Arguments are passed to vitest (e.g. a test file). Needs build/entry.mjs (make build).
+// Arguments are passed to vitest (e.g. a test file). Needs build/index.js (make build).
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
-if (!existsSync("build/entry.mjs")) {
-  console.error("build/entry.mjs is missing: run `make build` first");
+if (!existsSync("build/index.js")) {
+  console.error("build/index.js is missing: run `make build` first");
   process.exit(2);
 }
 const report = path.join(mkdtempSync(path.join(tmpdir(), "e2e-")), "report.json");

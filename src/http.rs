@@ -1,35 +1,94 @@
-//! Worker glue for the JSON API: reading bounded bodies and building responses.
+//! The JSON API's HTTP plumbing: content type, a bounded body read, JSON responses and the
+//! decision headers.
 
-use crate::body::{check_declared_length, MAX_BODY_BYTES};
 use crate::error::ApiError;
 use decider_core::Decision;
-use js_sys::futures::JsFuture;
-use js_sys::Uint8Array;
-use serde_json::Value;
-use wasm_bindgen::prelude::wasm_bindgen;
-use wasm_bindgen::{JsCast, JsValue};
+use futures_util::StreamExt;
+use serde::Serialize;
 use worker::{Headers, Request, Response, ResponseBuilder};
 
+/// Largest accepted request body of the JSON API, in bytes.
+pub const MAX_BODY_BYTES: usize = 16 * 1024;
+
+/// Checks that a `content-type` header declares JSON (`application/json`, any parameters).
+///
+/// # Errors
+/// 415 naming what was sent.
+pub fn check_json_content_type(content_type: Option<&str>) -> Result<(), ApiError> {
+    let is_json = content_type.is_some_and(|ct| {
+        ct.split(';')
+            .next()
+            .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+    });
+    if is_json {
+        Ok(())
+    } else {
+        Err(ApiError::unsupported_media_type(content_type))
+    }
+}
+
+/// Checks a declared `content-length` against [`MAX_BODY_BYTES`] before reading anything.
+///
+/// # Errors
+/// 413 when the declared length is over the limit.
+pub fn check_declared_length(content_length: Option<&str>) -> Result<(), ApiError> {
+    match content_length.and_then(|v| v.trim().parse::<u64>().ok()) {
+        Some(n) if n > MAX_BODY_BYTES as u64 => Err(ApiError::payload_too_large(MAX_BODY_BYTES)),
+        _ => Ok(()),
+    }
+}
+
+/// Reads a JSON API body: the content type must be JSON and the body at most
+/// [`MAX_BODY_BYTES`], whatever `content-length` says.
+///
+/// The body is read chunk by chunk and the read stops as soon as the limit is passed: a
+/// caller (a service binding, say) can declare a short length and keep streaming, and
+/// reading it whole first would buffer all of it.
+///
+/// # Errors
+/// 415, 413, or 400 when the stream fails.
+pub async fn read_json_body(req: &mut Request) -> Result<Vec<u8>, ApiError> {
+    let headers = req.headers();
+    check_json_content_type(headers.get("content-type").ok().flatten().as_deref())?;
+    check_declared_length(headers.get("content-length").ok().flatten().as_deref())?;
+    if req.inner().body().is_none() {
+        return Ok(Vec::new());
+    }
+    let mut stream = req.stream().map_err(|_| unreadable())?;
+    let mut body = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|_| unreadable())?;
+        if body.len() + chunk.len() > MAX_BODY_BYTES {
+            return Err(ApiError::payload_too_large(MAX_BODY_BYTES));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// 400 `invalid_body`: the body stream failed.
+fn unreadable() -> ApiError {
+    ApiError::new(400, "invalid_body", "request body cannot be read")
+}
+
 /// A JSON response with `cache-control: no-store` (decisions and health are live data).
-pub fn json(status: u16, body: &Value) -> worker::Result<Response> {
-    json_text(status, body.to_string())
-}
-
-/// A JSON response from already-serialised text.
-pub fn json_text(status: u16, body: String) -> worker::Result<Response> {
-    json_builder().map(|b| b.with_status(status).fixed(body.into_bytes()))
-}
-
-/// A response builder (status 200) with the JSON API's `content-type` and `cache-control`.
-/// The builder owns one `Headers`, set here directly (`Response::from_bytes` would first
-/// set `application/octet-stream` on it, and a second `Headers` would then replace it).
-fn json_builder() -> worker::Result<ResponseBuilder> {
-    ResponseBuilder::new()
+///
+/// # Errors
+/// When the runtime refuses the response (not expected).
+pub fn json(status: u16, body: &impl Serialize) -> worker::Result<Response> {
+    let text = serde_json::to_string(body)?;
+    Ok(ResponseBuilder::new()
         .with_header("content-type", "application/json")?
-        .with_header("cache-control", "no-store")
+        .with_header("cache-control", "no-store")?
+        .with_status(status)
+        .fixed(text.into_bytes()))
 }
 
-/// The error response for an [`ApiError`]; `Allow` and `Retry-After` when set.
+/// The error response for an [`ApiError`]; `Allow`, `WWW-Authenticate` and `Retry-After`
+/// when they apply.
+///
+/// # Errors
+/// When the runtime refuses the response (not expected).
 pub fn error(e: &ApiError) -> worker::Result<Response> {
     let resp = json(e.status, &e.body())?;
     if let Some(allow) = e.allow {
@@ -44,153 +103,58 @@ pub fn error(e: &ApiError) -> worker::Result<Response> {
     Ok(resp)
 }
 
-#[wasm_bindgen(module = "/src/glue.js")]
-extern "C" {
-    #[wasm_bindgen(js_name = readBounded)]
-    fn read_bounded(request: &web_sys::Request, max: u32) -> js_sys::Promise;
-
-    #[wasm_bindgen(js_name = isPlainDecide)]
-    fn is_plain_decide_js(request: &web_sys::Request, max: u32) -> bool;
-
-    #[wasm_bindgen(js_name = serveBody)]
-    fn serve_body_js(
-        request: &web_sys::Request,
-        env: &JsValue,
-        max: u32,
-        answer: &js_sys::Function,
-    ) -> js_sys::Promise;
-
-    #[wasm_bindgen(js_name = decisionResponse, catch)]
-    fn decision_response_js(
-        body: &str,
-        action: &JsValue,
-        source: &JsValue,
-        model_version: &JsValue,
-    ) -> Result<web_sys::Response, JsValue>;
-
-    #[wasm_bindgen(js_name = setDecisionHeaders, catch)]
-    fn set_decision_headers_js(
-        headers: &web_sys::Headers,
-        action: &JsValue,
-        source: &JsValue,
-        model_version: &JsValue,
-    ) -> Result<(), JsValue>;
-}
-
-/// The `x-decision-model-version` value of a decision.
-fn model_version_header(d: &Decision) -> &str {
-    d.model_version.as_deref().unwrap_or("none")
-}
-
-/// Most header values [`header_text`] keeps.
-const HEADER_TEXT_MAX: usize = 32;
-
-thread_local! {
-    /// Header values already made into JS strings: action and source names and model
-    /// versions, a handful per isolate, are then not decoded anew for every response.
-    static HEADER_TEXT: std::cell::RefCell<Vec<(String, JsValue)>> =
-        const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// `text` as a JS string, made once per isolate (up to [`HEADER_TEXT_MAX`] values; any
-/// more are made each time).
-fn header_text(text: &str) -> JsValue {
-    HEADER_TEXT.with(|cell| {
-        let mut kept = cell.borrow_mut();
-        if let Some((_, js)) = kept.iter().find(|(t, _)| t == text) {
-            return js.clone();
-        }
-        let js = JsValue::from_str(text);
-        if kept.len() < HEADER_TEXT_MAX {
-            kept.push((text.to_string(), js.clone()));
-        }
-        js
-    })
-}
-
-/// Sets the `x-decision-*` headers of a decision on a header map.
-pub fn set_decision_headers(headers: &Headers, d: &Decision) -> worker::Result<()> {
-    set_decision_headers_js(
-        &headers.0,
-        &header_text(d.action.name()),
-        &header_text(d.source.name()),
-        &header_text(model_version_header(d)),
-    )
-    .map_err(worker::Error::from)
-}
-
-/// The 200 answer to `POST /v1/decide`: the decision's JSON text with the JSON API's
-/// headers and the `x-decision-*` headers, built in one call into JS.
+/// Sets the `x-decision-*` headers of a decision.
 ///
 /// # Errors
 /// When the runtime refuses a header value (a Workers AI model name that is not one).
-pub fn decision_response(body: &str, d: &Decision) -> worker::Result<web_sys::Response> {
-    decision_response_js(
-        body,
-        &header_text(d.action.name()),
-        &header_text(d.source.name()),
-        &header_text(model_version_header(d)),
-    )
-    .map_err(worker::Error::from)
+pub fn set_decision_headers(
+    headers: &Headers,
+    d: &Decision,
+    decision_id: &str,
+) -> worker::Result<()> {
+    headers.set("x-decision-action", d.action.name())?;
+    headers.set("x-decision-source", d.source.name())?;
+    headers.set(
+        "x-decision-model-version",
+        d.model_version.as_deref().unwrap_or("none"),
+    )?;
+    headers.set("x-decision-id", decision_id)
 }
 
-/// Reads a request body of at most [`MAX_BODY_BYTES`], refusing an over-long declared
-/// `content-length` before reading and stopping as soon as the limit is passed.
-///
-/// The read loop runs in JS (`readBounded` in src/glue.js): it reads through the stream's
-/// default reader whatever the declared length says (a service-binding caller can declare
-/// a length its stream does not keep, and `arrayBuffer()` would buffer all of it before any
-/// check), and never releases the reader (releasing rejects its `closed` promise with a
-/// `TypeError` whose stack capture was once the largest cost of a decision's glue).
-///
-/// # Errors
-/// 413 over the limit, 400 when the body cannot be read.
-pub async fn read_body(req: &mut Request) -> Result<Vec<u8>, ApiError> {
-    let declared = req.headers().get("content-length").ok().flatten();
-    check_declared_length(declared.as_deref())?;
-    let read = JsFuture::from(read_bounded(req.inner(), max_body()))
-        .await
-        .unwrap_or(JsValue::UNDEFINED);
-    body_bytes(read)
-}
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
 
-/// [`MAX_BODY_BYTES`] as the JS side takes it.
-fn max_body() -> u32 {
-    u32::try_from(MAX_BODY_BYTES).unwrap_or(u32::MAX)
-}
-
-/// What `readBounded` resolved to, as bytes: null is over the limit, anything else that is
-/// not bytes (undefined: the stream failed) is unreadable.
-///
-/// # Errors
-/// 413 over the limit, 400 when the body could not be read.
-pub fn body_bytes(read: JsValue) -> Result<Vec<u8>, ApiError> {
-    if read.is_null() {
-        return Err(ApiError::payload_too_large(MAX_BODY_BYTES));
+    #[test]
+    fn content_types() {
+        assert!(check_json_content_type(Some("application/json")).is_ok());
+        assert!(check_json_content_type(Some("Application/JSON; charset=utf-8")).is_ok());
+        for bad in [
+            None,
+            Some("text/plain"),
+            Some("application/jsonx"),
+            Some(""),
+        ] {
+            assert_eq!(
+                check_json_content_type(bad).unwrap_err().status,
+                415,
+                "{bad:?}"
+            );
+        }
     }
-    let bytes: Uint8Array = read.dyn_into().map_err(|_| unreadable())?;
-    Ok(bytes.to_vec())
-}
 
-/// Whether `request` is certainly a `POST /v1/decide` whose content type and declared
-/// length the router's checks accept (`isPlainDecide` in src/glue.js, which reads them
-/// without bringing them into wasm memory). False is not a refusal: check it in Rust.
-pub fn is_plain_decide(request: &web_sys::Request) -> bool {
-    is_plain_decide_js(request, max_body())
-}
-
-/// Reads the body of `request` (as [`read_body`] does, in JS) and then calls `answer`
-/// with what was read (see [`body_bytes`]), `env` and the request's `cf-ray` header (or
-/// null); resolves to what `answer` returns. The caller has checked the declared length.
-pub fn serve_body(
-    request: &web_sys::Request,
-    env: &JsValue,
-    answer: &js_sys::Function,
-) -> js_sys::Promise {
-    serve_body_js(request, env, max_body(), answer)
-}
-
-/// 400 `invalid_body`: the body stream failed.
-fn unreadable() -> ApiError {
-    ApiError::new(400, "invalid_body", "request body cannot be read")
+    #[test]
+    fn declared_length() {
+        assert!(check_declared_length(None).is_ok());
+        assert!(check_declared_length(Some("16384")).is_ok());
+        assert_eq!(
+            check_declared_length(Some("16385")).unwrap_err().status,
+            413
+        );
+        assert!(
+            check_declared_length(Some("garbage")).is_ok(),
+            "the read limit still applies"
+        );
+    }
 }

@@ -4,7 +4,13 @@
 //! Only the configured origins are ever contacted; the request contributes its path,
 //! query, method, headers and body, never the destination.
 
-use crate::edge::{forward_request_header, forward_response_header, is_idempotent, target_url};
+use crate::clock;
+use crate::config::Config;
+use crate::error::ApiError;
+use crate::http;
+use crate::log;
+use decider_core::record::{self, ErrorKind, RouteOutcome};
+use decider_core::{Action, Decision};
 use futures_util::future::{select, Either};
 use js_sys::futures::JsFuture;
 use std::time::Duration;
@@ -34,7 +40,7 @@ impl Attempt {
         }
     }
 
-    /// A short description for logs and the 502 message.
+    /// A short description for the log (runtime text included: never sent to clients).
     pub fn describe(&self) -> String {
         match self {
             Attempt::Answered(r) => format!("answered {}", r.status()),
@@ -42,6 +48,165 @@ impl Attempt {
             Attempt::TimedOut => "timed out".to_string(),
         }
     }
+
+    /// The attempt as the decision record keeps it.
+    fn record(&self, origin: Action, latency_ms: f64) -> record::Attempt {
+        let (status, error) = match self {
+            Attempt::Answered(r) if self.should_fail_over() => {
+                (Some(r.status()), Some(ErrorKind::UpstreamStatus))
+            }
+            Attempt::Answered(r) => (Some(r.status()), None),
+            Attempt::Failed(_) => (None, Some(ErrorKind::Connect)),
+            Attempt::TimedOut => (None, Some(ErrorKind::Timeout)),
+        };
+        record::Attempt {
+            origin,
+            status,
+            error,
+            latency_ms: Some(latency_ms),
+        }
+    }
+}
+
+/// The response for a routed request and what happened at the origins.
+#[derive(Debug)]
+pub struct Forwarded {
+    /// The response to send.
+    pub response: worker::Response,
+    /// For the decision record.
+    pub outcome: RouteOutcome,
+    /// Runtime text of failed attempts, for the log only.
+    pub detail: Option<String>,
+}
+
+/// Sends a routed request to the origin of `action`, failing over once (to the `FAILOVER`
+/// origin) when the first attempt gives no usable answer: for idempotent methods, or for
+/// any method when nothing was sent because the action has no origin. Answers 502 with a
+/// stable message when no origin gave a usable answer.
+///
+/// # Errors
+/// Internal (JS) failures only.
+pub async fn forward(
+    req: &worker::Request,
+    d: &Decision,
+    decision_id: &str,
+    action: Action,
+    cfg: &Config,
+) -> worker::Result<Forwarded> {
+    let failover = cfg
+        .failover
+        .of(action)
+        .filter(|f| cfg.origins.contains_key(f));
+    let mut out = Outgoing::from_request(req, failover.is_some())?;
+    let started = clock::now_ms();
+    let mut outcome = RouteOutcome {
+        origin: None,
+        status: None,
+        latency_ms: None,
+        failover: None,
+        error: None,
+        attempts: Vec::new(),
+    };
+    let mut details = Vec::new();
+
+    let first = match cfg.origins.get(&action) {
+        Some(origin) => {
+            let a = out.send(origin, cfg.origin_timeout_ms).await;
+            outcome
+                .attempts
+                .push(a.record(action, clock::now_ms() - started));
+            outcome.origin = Some(action);
+            a
+        }
+        None => {
+            outcome.error = Some(ErrorKind::NoOrigin);
+            Attempt::Failed(format!("no origin configured for {action}"))
+        }
+    };
+    let unsent = outcome.attempts.is_empty();
+    if !first.should_fail_over() {
+        out.drop_spare();
+        if let Attempt::Answered(r) = &first {
+            outcome.status = Some(r.status());
+            outcome.latency_ms = Some(clock::now_ms() - started);
+            let response = relay(r, d, decision_id, None)?;
+            return Ok(Forwarded {
+                response,
+                outcome,
+                detail: None,
+            });
+        }
+    }
+    details.push(format!("{action} {}", first.describe()));
+    let first_error = outcome.attempts.last().and_then(|a| a.error);
+    outcome.error = outcome.error.or(first_error);
+    if let Attempt::Answered(r) = &first {
+        outcome.status = Some(r.status());
+    }
+    let target = failover
+        .filter(|_| unsent || out.retryable())
+        .and_then(|t| cfg.origins.get(&t).map(|o| (t, o)));
+    let Some((target, origin)) = target else {
+        out.drop_spare();
+        outcome.latency_ms = Some(clock::now_ms() - started);
+        return bad_gateway(d, decision_id, None, outcome, details);
+    };
+    outcome.failover = Some(target);
+    outcome.origin = Some(target);
+    let sent_at = clock::now_ms();
+    let second = out.send(origin, cfg.origin_timeout_ms).await;
+    outcome
+        .attempts
+        .push(second.record(target, clock::now_ms() - sent_at));
+    outcome.latency_ms = Some(clock::now_ms() - started);
+    match &second {
+        Attempt::Answered(r) if !second.should_fail_over() => {
+            outcome.status = Some(r.status());
+            outcome.error = None;
+            let response = relay(r, d, decision_id, Some(target))?;
+            Ok(Forwarded {
+                response,
+                outcome,
+                detail: Some(log::clip(&details.join("; "))),
+            })
+        }
+        other => {
+            outcome.status = match other {
+                Attempt::Answered(r) => Some(r.status()),
+                _ => None,
+            };
+            outcome.error = outcome.attempts.last().and_then(|a| a.error);
+            details.push(format!("failover {target} {}", other.describe()));
+            bad_gateway(d, decision_id, Some(target), outcome, details)
+        }
+    }
+}
+
+/// 502 `bad_gateway` with the decision headers; the runtime's words stay in the log.
+fn bad_gateway(
+    d: &Decision,
+    decision_id: &str,
+    failover: Option<Action>,
+    outcome: RouteOutcome,
+    details: Vec<String>,
+) -> worker::Result<Forwarded> {
+    let message = match failover {
+        Some(f) => format!(
+            "no usable answer from the origin for {} or from its failover {f}",
+            d.action
+        ),
+        None => format!("no usable answer from the origin for {}", d.action),
+    };
+    let response = http::error(&ApiError::new(502, "bad_gateway", message))?;
+    http::set_decision_headers(response.headers(), d, decision_id)?;
+    if let Some(f) = failover {
+        response.headers().set("x-decision-failover", f.name())?;
+    }
+    Ok(Forwarded {
+        response,
+        outcome,
+        detail: Some(log::clip(&details.join("; "))),
+    })
 }
 
 /// What is forwarded, prepared once from the incoming request.
@@ -159,11 +324,16 @@ fn js_message(e: &JsValue) -> String {
 }
 
 /// The client response for an origin's answer: same status and body (streamed), headers
-/// without hop-by-hop ones, plus `extra` (the decision headers).
+/// without hop-by-hop ones, plus the decision headers (and `x-decision-failover`).
 ///
 /// # Errors
 /// JS failures building the response.
-pub fn relay(up: &WsResponse, extra: &[(&str, &str)]) -> worker::Result<worker::Response> {
+fn relay(
+    up: &WsResponse,
+    d: &Decision,
+    decision_id: &str,
+    failover: Option<Action>,
+) -> worker::Result<worker::Response> {
     let upstream = up.headers();
     let connection = upstream.get("connection").ok().flatten();
     let headers = Headers::new().map_err(js_err)?;
@@ -172,8 +342,11 @@ pub fn relay(up: &WsResponse, extra: &[(&str, &str)]) -> worker::Result<worker::
             headers.append(&name, &value).map_err(js_err)?;
         }
     }
-    for (k, v) in extra {
-        headers.set(k, v).map_err(js_err)?;
+    http::set_decision_headers(&worker::Headers(headers.clone()), d, decision_id)?;
+    if let Some(f) = failover {
+        headers
+            .set("x-decision-failover", f.name())
+            .map_err(js_err)?;
     }
     let init = web_sys::ResponseInit::new();
     init.set_status(up.status());
@@ -182,4 +355,129 @@ pub fn relay(up: &WsResponse, extra: &[(&str, &str)]) -> worker::Result<worker::
     let resp = WsResponse::new_with_opt_readable_stream_and_init(up.body().as_ref(), &init)
         .map_err(js_err)?;
     Ok(worker::Response::from(resp))
+}
+
+/// The upstream URL: the origin base followed by the request's path and query. The request
+/// never picks the host: only configured origins are ever contacted.
+pub fn target_url(origin: &str, path: &str, query: Option<&str>) -> String {
+    let mut url = String::with_capacity(origin.len() + path.len() + 16);
+    url.push_str(origin);
+    if !path.starts_with('/') {
+        url.push('/');
+    }
+    url.push_str(path);
+    if let Some(q) = query.filter(|q| !q.is_empty()) {
+        url.push('?');
+        url.push_str(q);
+    }
+    url
+}
+
+/// Hop-by-hop headers (RFC 9110 §7.6.1): meaningful for one connection only, never forwarded.
+pub const HOP_BY_HOP: [&str; 9] = [
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Whether a client request header may be forwarded upstream: not hop-by-hop, not named
+/// by `Connection`, not `host` (the origin's is used), and not a client-sent
+/// `x-decision-*` (only the Worker speaks for the decision).
+pub fn forward_request_header(name: &str, connection: Option<&str>) -> bool {
+    let n = name.to_ascii_lowercase();
+    !(HOP_BY_HOP.contains(&n.as_str())
+        || n == "host"
+        || n.starts_with("x-decision-")
+        || named_by_connection(&n, connection))
+}
+
+/// Whether an upstream response header may be passed to the client: not hop-by-hop and
+/// not an `x-decision-*` (the Worker sets its own).
+pub fn forward_response_header(name: &str, connection: Option<&str>) -> bool {
+    let n = name.to_ascii_lowercase();
+    !(HOP_BY_HOP.contains(&n.as_str())
+        || n.starts_with("x-decision-")
+        || named_by_connection(&n, connection))
+}
+
+fn named_by_connection(lower_name: &str, connection: Option<&str>) -> bool {
+    connection.is_some_and(|c| {
+        c.split(',')
+            .any(|t| t.trim().eq_ignore_ascii_case(lower_name))
+    })
+}
+
+/// Whether a method is idempotent (RFC 9110 §9.2.2): only these are retried on failover.
+pub fn is_idempotent(method: &str) -> bool {
+    matches!(
+        method.to_ascii_uppercase().as_str(),
+        "GET" | "HEAD" | "OPTIONS" | "TRACE" | "PUT" | "DELETE"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_urls() {
+        assert_eq!(
+            target_url("http://127.0.0.1:9001", "/any/path", Some("q=1&r=2")),
+            "http://127.0.0.1:9001/any/path?q=1&r=2"
+        );
+        assert_eq!(
+            target_url("https://a.example/base", "/x", None),
+            "https://a.example/base/x"
+        );
+        assert_eq!(target_url("http://h", "/x", Some("")), "http://h/x");
+    }
+
+    #[test]
+    fn header_hygiene() {
+        for h in [
+            "Connection",
+            "keep-alive",
+            "TE",
+            "transfer-encoding",
+            "upgrade",
+            "host",
+            "X-Decision-Action",
+            "x-decision-anything",
+        ] {
+            assert!(!forward_request_header(h, None), "{h}");
+        }
+        for h in [
+            "accept",
+            "x-custom",
+            "content-type",
+            "cookie",
+            "authorization",
+            "cf-connecting-ip",
+        ] {
+            assert!(forward_request_header(h, None), "{h}");
+        }
+        assert!(!forward_request_header(
+            "x-secret-hop",
+            Some("keep-alive, X-Secret-Hop")
+        ));
+        assert!(!forward_response_header("x-decision-source", None));
+        assert!(forward_response_header("set-cookie", None));
+        assert!(!forward_response_header("transfer-encoding", None));
+    }
+
+    #[test]
+    fn idempotent_methods() {
+        for m in ["GET", "head", "OPTIONS", "PUT", "DELETE"] {
+            assert!(is_idempotent(m), "{m}");
+        }
+        for m in ["POST", "PATCH", "CONNECT"] {
+            assert!(!is_idempotent(m), "{m}");
+        }
+    }
 }

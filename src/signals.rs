@@ -4,12 +4,13 @@
 //! One snapshot, one KV key. The Worker stamps `updated_at` when it stores a snapshot;
 //! routing treats a missing snapshot, or one older than `SIGNALS_MAX_AGE_S`, as stale.
 
-use crate::body;
 use crate::clock;
 use crate::config::Config;
-use crate::edge::{bearer_token, constant_time_eq, Snapshot};
 use crate::error::ApiError;
 use crate::http;
+use crate::isolate::Isolate;
+use crate::log;
+use decider_core::routing::Snapshot;
 use decider_core::Signals;
 use serde_json::json;
 use std::cell::RefCell;
@@ -69,15 +70,9 @@ async fn read(env: &Env) -> Result<Option<Snapshot>, String> {
     let text = kv.get(KEY).text().await.map_err(|e| {
         // The whole error (stack included) goes to the log only; /v1/health is public.
         let full = e.to_string();
-        worker::console_error!(
-            "{}",
-            serde_json::json!({"event": "signals_read_failed", "error": full})
-        );
-        let first = full.lines().next().unwrap_or_default().to_string();
-        format!(
-            "KV read failed: {}",
-            crate::engine::clip(first, crate::engine::MAX_DETAIL_BYTES)
-        )
+        log::event("signals_read_failed", json!({"error": log::clip(&full)}));
+        let first = full.lines().next().unwrap_or_default();
+        format!("KV read failed: {}", log::clip(first))
     })?;
     match text {
         None => Ok(None),
@@ -122,42 +117,32 @@ pub async fn current(env: &Env, cfg: &Config) -> Current {
     }
 }
 
-/// Checks `Authorization: Bearer <ADMIN_TOKEN>` in constant time. Without a configured
-/// token the admin endpoints are disabled: every request is refused.
-fn authorize(req: &Request, cfg: &Config) -> Result<(), ApiError> {
-    let header = req.headers().get("authorization").ok().flatten();
-    let given = bearer_token(header.as_deref()).unwrap_or_default();
-    match &cfg.admin_token {
-        Some(t) if !given.is_empty() && constant_time_eq(given.as_bytes(), t.0.as_bytes()) => {
-            Ok(())
-        }
-        _ => Err(ApiError::unauthorized()),
-    }
-}
-
 /// `PUT /v1/admin/signals` stores a snapshot (body: the three signal fields, validated
 /// like the state's; `updated_at` is stamped by the Worker). `GET` shows the stored one.
-pub async fn admin(req: &mut Request, env: &Env, cfg: &Config) -> Result<Response, ApiError> {
-    authorize(req, cfg)?;
+///
+/// Bearer `ADMIN_TOKEN`, compared in constant time; without a configured token every
+/// request is refused.
+pub async fn admin(req: &mut Request, env: &Env, iso: &Isolate) -> Result<Response, ApiError> {
+    let authorization = req.headers().get("authorization").ok().flatten();
+    if !iso.is_admin(authorization.as_deref()) {
+        return Err(ApiError::unauthorized());
+    }
+    let cfg = &iso.cfg;
     let internal = |e: worker::Error| {
-        crate::log::emit(
-            &json!({"ts": clock::iso_now(), "event": "internal_error", "error": e.to_string()}),
+        log::event(
+            "internal_error",
+            json!({"error": log::clip(&e.to_string())}),
         );
         ApiError::internal()
     };
     let unavailable = |why: String| {
-        crate::log::emit(
-            &json!({"ts": clock::iso_now(), "event": "signals_store_error", "error": why}),
-        );
+        log::event("signals_store_error", json!({"error": log::clip(&why)}));
         ApiError::new(503, "store_unavailable", "the signals store is unavailable")
     };
     match req.method() {
         Method::Put => {
-            let ct = req.headers().get("content-type").ok().flatten();
-            body::check_json_content_type(ct.as_deref())?;
-            let bytes = http::read_body(req).await?;
-            let value = body::parse_json(&bytes)?;
-            let signals = Signals::from_value(&value)?;
+            let bytes = http::read_json_body(req).await?;
+            let signals = Signals::from_json(&bytes)?;
             let snapshot = Snapshot {
                 signals,
                 updated_at_ms: clock::now_ms(),
@@ -179,9 +164,7 @@ pub async fn admin(req: &mut Request, env: &Env, cfg: &Config) -> Result<Respons
                     detail: None,
                 })
             });
-            crate::log::emit(
-                &json!({"ts": clock::iso_now(), "event": "signals_stored", "signals": snapshot.to_value()}),
-            );
+            log::event("signals_stored", json!({"signals": snapshot.to_value()}));
             http::json(
                 200,
                 &json!({"stored": snapshot.to_value(), "max_age_s": cfg.signals_max_age_s}),

@@ -2,14 +2,13 @@
 //! validated, encoded and scored by the model (the shipped artifact when present, else the
 //! tiny test one), and the policy decides under every model outcome, gate and mode. The
 //! same bytes are also read as a remote model's answer (`ModelOutput::from_remote_json`).
-//! Laws: nothing panics; the body scanner agrees with the Value path; `Decision::to_json`
-//! is serde_json's text; usable outputs are finite with probabilities summing to 1; the
+//! Laws: nothing panics; an accepted body is a valid state; usable outputs are finite with probabilities summing to 1; the
 //! policy's source, fallback reason and action agree with each other and with the inputs.
 #![no_main]
 
-use decider_core::policy::{ModelError, ModelOutput};
+use decider_core::policy::{decide, Inputs};
 use decider_core::{
-    decide, encode, Action, Decision, FallbackReason, Gates, Inputs, Model, ModelOutcome,
+    encode, Action, Decision, FallbackReason, Gates, Model, ModelError, ModelOutcome, ModelOutput,
     PolicyConfig, RuleTable, Source, State, DEFAULT_RULES_JSON,
 };
 use decider_fuzz::{check_features, check_probabilities, check_state, model, sample_states};
@@ -43,8 +42,7 @@ fn check_decision(
     cfg: &PolicyConfig,
     rules: bool,
 ) {
-    let text = serde_json::to_string(d).expect("a decision serialises");
-    assert_eq!(d.to_json(), text, "Decision::to_json is serde_json's text");
+    serde_json::to_string(d).expect("a decision serialises");
     if gates.stale_signals {
         assert_eq!(d.fallback_reason, Some(FallbackReason::StaleSignals));
     } else if gates.holdout {
@@ -87,12 +85,10 @@ fuzz_target!(|data: &[u8]| {
 
     // The request body: `{"state": {...}}`; anything else decides a sample state instead.
     let default_hour = (data.len() % 24) as u8;
-    // The Worker's parser (a scanner for valid bodies, the Value path for the rest) gives
-    // exactly the Value path's answer, state or error.
-    assert_eq!(
-        State::from_body(data, default_hour),
-        State::from_body_value(data, default_hour)
-    );
+    // The Worker's parser never panics and, when it accepts a body, yields a valid state.
+    if let Ok(s) = State::from_body(data, default_hour) {
+        check_state(&s);
+    }
     let parsed = body
         .as_ref()
         .and_then(|b| b.get("state"))

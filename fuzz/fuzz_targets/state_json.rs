@@ -13,7 +13,8 @@ fn check_error(e: &StateError) {
         "missing_field" | "unknown_field" | "out_of_range" => {
             assert!(e.field().is_some(), "{e:?}")
         }
-        "invalid_json" => assert!(e.field().is_none(), "{e:?}"),
+        // Malformed text names a field only when the trouble is one number's value.
+        "invalid_json" => {}
         "invalid_type" => {}
         other => panic!("undocumented code {other}"),
     }

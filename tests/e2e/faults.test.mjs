@@ -239,7 +239,7 @@ describe("KV signal faults", () => {
       expect(res.headers.get("x-decision-source")).toBe(c.expect.source);
       const line = await decisionLine(target, id);
       expect(line.fallback_reason).toBe(c.expect.fallback_reason);
-      expect(line.upstream.status).toBe(200); // still routed
+      expect(line.outcome.status).toBe(200); // still routed
       if (c.expect.log?.signals_detail) {
         expect(line.request.signals_detail).toContain(c.expect.log.signals_detail);
         expect(JSON.parse(health).routing.signals).toMatchObject({ fresh: false });
@@ -323,11 +323,12 @@ describe("origin faults", () => {
       if (e.contacted_failover === false) expect(B.requests.length + C.requests.length).toBe(0);
       if (e.failover_body_intact) expect(Buffer.compare(B.requests[0].body, payload)).toBe(0);
       const line = await decisionLine(target, id);
-      expect(line.upstream.origin).toBe("route_a");
-      expect(line.upstream.failover).toBe(e.failover);
-      expect(line.status).toBe(e.status);
-      if (e.log?.upstream_error) expect(line.upstream.error).toContain(e.log.upstream_error);
-      if (e.log?.upstream_status) expect(line.upstream.status).toBe(e.log.upstream_status);
+      expect(line.outcome.attempts[0].origin).toBe("route_a");
+      expect(line.outcome.failover).toBe(e.failover);
+      expect(line.outcome.attempts).toHaveLength(e.failover ? 2 : 1);
+      // The runtime's words are in the record's detail, never in the response.
+      if (e.log?.upstream_error) expect(line.detail).toContain(e.log.upstream_error);
+      if (e.log?.upstream_status) expect(line.outcome.attempts[0].status).toBe(e.log.upstream_status);
       // The Worker keeps serving.
       reset();
       const after = await target.fetch("/fault/after", { cf: DE });

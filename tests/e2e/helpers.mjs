@@ -1,4 +1,4 @@
-// Test harness: runs the built Worker (build/entry.mjs, build/index.js + wasm) in workerd through Miniflare,
+// Test harness: runs the built Worker (build/index.js + wasm) in workerd through Miniflare,
 // with a stub Workers AI binding controlled from the test, and captures its log lines.
 import { Miniflare } from "miniflare";
 import { readFileSync } from "node:fs";
@@ -70,7 +70,7 @@ export async function startWorker({ vars = {}, ai = false, extra = {}, workers =
   const main = {
     name: "decider",
     modules: true,
-    scriptPath: path.join(ROOT, "build/entry.mjs"),
+    scriptPath: path.join(ROOT, "build/index.js"),
     // build/index.js (imported by the main module) is an ES module, not CommonJS.
     modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }, { type: "ESModule", include: ["**/*.js"] }],
     compatibilityDate: COMPAT_DATE,

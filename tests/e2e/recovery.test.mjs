@@ -1,7 +1,6 @@
 // A wasm trap (what a panic compiles to) must not leave the Worker broken: the next request
-// is answered by a fresh instance. The Worker's main module (src/entry.mjs) exports
-// workers-rs's handler as a plain object and keeps workers-rs's recovery; this checks it on
-// both the decide fast path and the router, through POST /v1/debug/trap.
+// is answered by a fresh instance (workers-rs's recovery in the module worker-build emits),
+// checked through POST /v1/debug/trap.
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { EXAMPLE_STATE, startWorker } from "./helpers.mjs";
 
@@ -31,7 +30,7 @@ test("after a trap the Worker answers again, from a fresh instance", async () =>
     const trap = await w.fetch("/v1/debug/trap", { method: "POST" });
     expect(trap.status).toBe(500);
     await trap.arrayBuffer();
-    // The fast path and the router both answer after the trap.
+    // Decisions and health both answer after the trap.
     const d = await w.decide({ state: EXAMPLE_STATE });
     expect(d.status).toBe(200);
     expect((await d.json()).source).toBe("model");

@@ -65,7 +65,7 @@ describe("canary", () => {
     const w = await worker({});
     for (let i = 0; i < 5; i++) {
       const line = await routed(w, { "cf-connecting-ip": `203.0.113.${i}` });
-      expect(line.request.holdout).toBe(false);
+      expect(line.arm).toBe("champion");
       expect(line.fallback_reason).not.toBe("holdout");
       expect(line.source).toBe("model");
     }
@@ -76,7 +76,7 @@ describe("canary", () => {
     for (let i = 0; i < 5; i++) {
       const line = await routed(w, { "cf-connecting-ip": `203.0.113.${i}` });
       expect(line).toMatchObject({ source: "rules", fallback_reason: "holdout" });
-      expect(line.request.holdout).toBe(true);
+      expect(line.arm).toBe("holdout");
     }
     const h = await (await w.fetch("/v1/health")).json();
     expect(h.routing.canary_percent).toBe(0);
@@ -91,9 +91,9 @@ describe("canary", () => {
     for (let i = 0; i < 24; i++) {
       const first = await routed(w, headersFor(i));
       const second = await routed(w, headersFor(i));
-      expect(second.request.holdout, `key ${i}`).toBe(first.request.holdout);
-      expect(second.fallback_reason === "holdout").toBe(first.request.holdout);
-      groups[first.request.holdout ? "held" : "canary"]++;
+      expect(second.arm, `key ${i}`).toBe(first.arm);
+      expect(second.fallback_reason === "holdout").toBe(first.arm === "holdout");
+      groups[first.arm === "holdout" ? "held" : "canary"]++;
     }
     expect(groups.held).toBeGreaterThan(2);
     expect(groups.canary).toBeGreaterThan(2);
@@ -111,13 +111,13 @@ describe("shadow mode", () => {
     const w = await worker({ SHADOW: "true" });
     const agree = await routed(w);
     expect(agree).toMatchObject({ source: "rules", fallback_reason: null });
-    expect(agree.shadow).toEqual({ rules_action: agree.action, model_action: agree.shadow.model_action, agree: agree.shadow.model_action === agree.action });
+    expect(agree.shadow).toEqual({ model_action: agree.shadow.model_action, agree: agree.shadow.model_action === agree.action });
     expect(["route_a", "route_b", "route_c", "reject"]).toContain(agree.shadow.model_action);
     // A rule table that disagrees with the model on purpose: the model still only shadows.
     const w2 = await worker({ SHADOW: "true", RULES: JSON.stringify({ version: "all-c", rules: [{ name: "c", when: {}, action: "route_c" }] }) });
     const line = await routed(w2);
     expect(line).toMatchObject({ action: "route_c", source: "rules", rule: "c" });
-    expect(line.shadow).toMatchObject({ rules_action: "route_c", model_action: "route_a", agree: false });
+    expect(line).toMatchObject({ action: "route_c", shadow: { model_action: "route_a", agree: false } });
     // /v1/decide shows the same record in its body.
     const d = await (await w2.decide({ state: EXAMPLE_STATE })).json();
     expect(d).toMatchObject({ action: "route_c", source: "rules", shadow: { model_action: expect.any(String), agree: false } });

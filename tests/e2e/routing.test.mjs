@@ -150,8 +150,11 @@ describe("routing with healthy signals", () => {
     expect(Object.keys(got.headers).filter((h) => h.startsWith("x-decision-"))).toEqual([]);
     expect(got.headers.host).toBe(new URL(target.url).host);
     const line = await decisionLine(w, "route-get-1");
-    expect(line).toMatchObject({ endpoint: "route", action, upstream: { origin: action, status: 200, failover: null } });
-    expect(line.request).toMatchObject({ method: "GET", request_type: 0, region_id: 0, country: "US" });
+    expect(line).toMatchObject({ endpoint: "route", action, outcome: { origin: action, status: 200, failover: null, error: null } });
+    expect(line.outcome.attempts).toEqual([expect.objectContaining({ origin: action, status: 200, error: null })]);
+    expect(line.outcome.latency_ms).toBeGreaterThanOrEqual(0);
+    expect(line.state).toMatchObject({ request_type: 0, region_id: 0 });
+    expect(line.request).toMatchObject({ method: "GET", country: "US" });
   });
 
   test("each routed action reaches its own origin", async () => {
@@ -290,8 +293,12 @@ describe("failover", () => {
     expect(B.requests).toHaveLength(1);
     expect(B.requests[0].url).toBe("/retry-me?x=1");
     const line = await decisionLine(w, "failover-503");
-    expect(line.upstream).toMatchObject({ origin: "route_a", failover: "route_b", status: 200 });
-    expect(line.upstream.error).toContain("503");
+    expect(line.outcome).toMatchObject({ origin: "route_b", failover: "route_b", status: 200, error: null });
+    expect(line.outcome.attempts).toEqual([
+      expect.objectContaining({ origin: "route_a", status: 503, error: "upstream_status" }),
+      expect.objectContaining({ origin: "route_b", status: 200, error: null }),
+    ]);
+    expect(line.detail).toContain("503");
   });
 
   test("an origin that does not answer within ORIGIN_TIMEOUT_MS fails over", async () => {
@@ -330,10 +337,13 @@ describe("failover", () => {
   test("when the failover origin fails too: 502", async () => {
     A.behave = (req, res) => res.writeHead(503).end();
     B.behave = (req, res) => res.writeHead(502).end();
-    const res = await get(w, "/both-down");
+    const res = await get(w, "/both-down", { headers: { "cf-ray": "both-down" } });
     expect(res.status).toBe(502);
     expect(res.headers.get("x-decision-failover")).toBe("route_b");
-    expect((await res.json()).error.message).toMatch(/503.*502/);
+    expect((await res.json()).error.message).toMatch(/route_a.*route_b/);
+    const line = await decisionLine(w, "both-down");
+    expect(line.outcome).toMatchObject({ origin: "route_b", failover: "route_b", status: 502, error: "upstream_status" });
+    expect(line.detail).toMatch(/503.*502/);
     expect(C.requests).toHaveLength(0);
   });
 });
@@ -348,7 +358,7 @@ describe("reject", () => {
     expect((await res.json()).error.code).toBe("rejected");
     expect(A.requests.length + B.requests.length + C.requests.length).toBe(0);
     const line = await decisionLine(w, "rejected-1");
-    expect(line).toMatchObject({ action: "reject", status: 503 });
+    expect(line).toMatchObject({ action: "reject", outcome: { status: 503, origin: null, attempts: [] } });
     expect((await push(w, HEALTHY)).status).toBe(200);
   });
 });
@@ -407,7 +417,8 @@ describe("connection failure", () => {
       expect(res.headers.get("x-decision-action")).toBe("route_a");
       expect((await res.json()).origin).toBe("B");
       const line = await decisionLine(down, "refused-1");
-      expect(line.upstream.error).toMatch(/failed/);
+      expect(line.outcome.attempts[0]).toMatchObject({ origin: "route_a", status: null, error: "connect" });
+      expect(line.detail).toMatch(/failed/);
     } finally {
       await down.dispose();
     }

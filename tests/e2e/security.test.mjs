@@ -250,7 +250,10 @@ describe("claims 7 and 8: secrets are not logged, client headers do not steer de
       expect((await res.json()).origin).toBe("A");
       lines.push(await w.waitForLog((l) => l.event === "decision" && l.request_id === id));
     }
-    for (const l of lines) expect(l.request).toMatchObject({ region_id: 0, country: "US", continent: "NA" });
+    for (const l of lines) {
+      expect(l.state.region_id).toBe(0);
+      expect(l.request).toMatchObject({ country: "US", continent: "NA" });
+    }
     expect(lines[1].action).toBe(lines[0].action);
   });
 });

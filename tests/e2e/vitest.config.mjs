@@ -1,4 +1,4 @@
-// End-to-end tests: the built Worker (build/entry.mjs) in workerd via Miniflare's Node API.
+// End-to-end tests: the built Worker (build/index.js) in workerd via Miniflare's Node API.
 // Files run one after another: each starts its own workerd, and CI has two cores.
 import { defineConfig } from "vitest/config";
 

@@ -1,4 +1,4 @@
-//! The dataset format (DESIGN §8): JSONL, one `{"state": {…}, "action": "route_b"}` a line.
+//! The dataset format: JSONL, one `{"state": {…}, "action": "route_b"}` a line.
 //!
 //! Reading is strict — a dataset error names the file and line and what is wrong — because
 //! a silently skipped or mis-parsed row is a training/serving skew nobody sees. `hour` is

@@ -4,12 +4,11 @@
 //! # Layout
 //! - [`rng`]: a small deterministic PRNG (same seed → same data, same model).
 //! - [`simulate`]: the routing simulator that produces labelled datasets.
-//! - [`dataset`]: the JSONL dataset format (DESIGN §8) with file:line errors.
+//! - [`dataset`]: the JSONL dataset format with file:line errors.
 //! - [`gbdt`]: histogram gradient-boosted trees (multiclass softmax), the model family.
 //! - [`train`]: training pipeline — split, fit, early stop, calibrate, pick the threshold, write.
 //! - [`metrics`]: accuracy, confusion, ECE, accuracy–coverage curves, system accuracy.
 //! - [`report`]: model card (markdown) and curve (SVG).
-//! - [`serve`]: the decision path shared by `decide` and `eval` (policy from decider-core).
 #![deny(missing_docs)]
 
 pub mod dataset;
@@ -17,6 +16,5 @@ pub mod gbdt;
 pub mod metrics;
 pub mod report;
 pub mod rng;
-pub mod serve;
 pub mod simulate;
 pub mod train;

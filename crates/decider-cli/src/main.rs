@@ -7,14 +7,16 @@ use decider_cli::dataset;
 use decider_cli::gbdt::GbdtParams;
 use decider_cli::metrics::{evaluate, Evaluation};
 use decider_cli::report;
-use decider_cli::serve::Decider;
 use decider_cli::simulate::{simulate, SimOptions, LABEL_NOISE};
 use decider_cli::train::{self, TrainOptions};
-use decider_core::{Model, RuleTable, State, ACTIONS};
+use decider_core::{
+    Decider, Gates, Model, ModelSource, Params, RuleTable, State, Threshold, ACTIONS,
+};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 mod loadtest;
@@ -187,12 +189,26 @@ fn load_rules(path: Option<&Path>) -> Result<RuleTable> {
     }
 }
 
-fn load_decider(a: &ModelArgs) -> Result<Decider> {
+/// The model and the whole policy the Worker would serve with it (threshold, rules, the
+/// out-of-distribution check).
+fn load_decider(a: &ModelArgs) -> Result<(Arc<Model>, Decider)> {
     let text =
         std::fs::read_to_string(&a.model).with_context(|| format!("{}", a.model.display()))?;
     let model = Model::from_json(&text).map_err(|e| anyhow!("{}: {e}", a.model.display()))?;
+    let model = Arc::new(model);
     let rules = load_rules(a.rules.as_deref())?;
-    Decider::new(model, rules, a.threshold, !a.no_ood).map_err(|e| anyhow!("--threshold: {e}"))
+    let threshold = a
+        .threshold
+        .map(Threshold::new)
+        .transpose()
+        .map_err(|e| anyhow!("--threshold: {e}"))?;
+    let params = Params {
+        threshold,
+        ood_check: !a.no_ood,
+        ..Params::default()
+    };
+    let decider = Decider::new(ModelSource::Local(Arc::clone(&model)), Some(rules), params);
+    Ok((model, decider))
 }
 
 fn cmd_simulate(a: SimulateArgs) -> Result<()> {
@@ -390,9 +406,9 @@ fn print_eval(e: &Evaluation) {
 }
 
 fn cmd_eval(a: EvalArgs) -> Result<()> {
-    let d = load_decider(&a.model)?;
+    let (model, d) = load_decider(&a.model)?;
     let data = dataset::read(&a.data)?;
-    let e = evaluate(&d, &data.rows);
+    let e = evaluate(&model, &d, &data.rows);
     if let Some(p) = &a.curve {
         let title = format!("{} on {}", e.model_version, a.data.display());
         std::fs::write(p, report::curve_svg(&e.curve, e.threshold, &title))
@@ -414,7 +430,7 @@ fn utc_hour() -> u8 {
 }
 
 fn cmd_decide(a: DecideArgs) -> Result<()> {
-    let d = load_decider(&a.model)?;
+    let (_, d) = load_decider(&a.model)?;
     let stdin = std::io::stdin();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut bad = 0usize;
@@ -434,7 +450,7 @@ fn cmd_decide(a: DecideArgs) -> Result<()> {
             });
         match parsed {
             Ok(s) => {
-                let mut dec = d.decide(&s);
+                let mut dec = d.decide(&s, Gates::default());
                 dec.decision_us = t0.elapsed().as_micros() as u64;
                 writeln!(out, "{}", serde_json::to_string(&dec)?)?;
             }

@@ -1,8 +1,7 @@
 //! Evaluation metrics: accuracy, per-action precision/recall, confusion, calibration error,
 //! the accuracy–coverage curve, threshold selection, and system accuracy with fallback.
 
-use crate::serve::Decider;
-use decider_core::{encode, Action, Source, State, ACTIONS, NUM_ACTIONS};
+use decider_core::{encode, Action, Decider, Gates, Model, Source, State, ACTIONS, NUM_ACTIONS};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -126,8 +125,9 @@ pub fn pick_threshold(conf: &[f64], correct: &[bool], target: f64) -> Option<f64
     best
 }
 
-/// Evaluates a decider on labelled rows.
-pub fn evaluate(d: &Decider, rows: &[(State, Action)]) -> Evaluation {
+/// Evaluates a decider on labelled rows: `model` alone (argmax on every row) and the whole
+/// policy `d` serves with it (threshold, out-of-distribution check, rules).
+pub fn evaluate(model: &Model, d: &Decider, rows: &[(State, Action)]) -> Evaluation {
     let n = rows.len();
     let mut confusion = [[0usize; NUM_ACTIONS]; NUM_ACTIONS];
     let mut conf = Vec::with_capacity(n);
@@ -136,11 +136,11 @@ pub fn evaluate(d: &Decider, rows: &[(State, Action)]) -> Evaluation {
         (0usize, 0usize, 0usize, 0usize);
     let mut reasons = BTreeMap::new();
     for (s, truth) in rows {
-        let (top, c) = decider_core::model::argmax(&d.model.predict(&encode(s)));
+        let (top, c) = decider_core::model::argmax(&model.predict(&encode(s)));
         confusion[truth.index()][top.index()] += 1;
         conf.push(c);
         correct.push(top == *truth);
-        let dec = d.decide(s);
+        let dec = d.decide(s, Gates::default());
         system_ok += usize::from(dec.action == *truth);
         if dec.source == Source::Model {
             covered += 1;
@@ -148,7 +148,8 @@ pub fn evaluate(d: &Decider, rows: &[(State, Action)]) -> Evaluation {
         } else if let Some(r) = dec.fallback_reason {
             *reasons.entry(r.name().to_string()).or_insert(0) += 1;
         }
-        rules_ok += usize::from(d.rules.evaluate(s).map(|h| h.action) == Some(*truth));
+        rules_ok +=
+            usize::from(d.rules().and_then(|r| r.evaluate(s)).map(|h| h.action) == Some(*truth));
     }
     let mut per_action = BTreeMap::new();
     for (k, name) in ACTIONS.iter().enumerate() {
@@ -176,7 +177,7 @@ pub fn evaluate(d: &Decider, rows: &[(State, Action)]) -> Evaluation {
     Evaluation {
         n,
         accuracy: correct.iter().filter(|&&c| c).count() as f64 / nf,
-        threshold: d.config.threshold,
+        threshold: d.threshold().0,
         coverage: covered as f64 / nf,
         accuracy_at_threshold: if covered > 0 {
             covered_ok as f64 / covered as f64
@@ -191,7 +192,7 @@ pub fn evaluate(d: &Decider, rows: &[(State, Action)]) -> Evaluation {
         confusion,
         ece: ece(&conf, &correct, 15),
         curve: curve(&conf, &correct, 50),
-        model_version: d.model.version().to_string(),
+        model_version: model.version().to_string(),
     }
 }
 

@@ -1,5 +1,5 @@
 //! The training pipeline: split, fit, early-stop, calibrate, pick the threshold, and build
-//! the artifact (DESIGN §8). Deterministic: same data and seed → byte-identical artifact
+//! the artifact. Deterministic: same data and seed → byte-identical artifact
 //! (no timestamps, no hash-map ordering, no threads).
 
 use crate::dataset::{hex, Dataset};

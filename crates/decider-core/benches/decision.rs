@@ -12,10 +12,16 @@
 //! missing the tiny test artifact is used and the benchmark names say so.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use decider_core::model::tests_support::{BenchFixture, TINY_ARTIFACT};
-use decider_core::{encode, Decision, Model, RuleTable, State, DEFAULT_RULES_JSON};
+use decider_core::decider::decide_body_text;
+use decider_core::model::tests_support::TINY_ARTIFACT;
+use decider_core::policy::{decide, Inputs};
+use decider_core::{
+    encode, Decider, Decision, Gates, Model, ModelOutcome, ModelSource, Params, RuleTable, State,
+    DEFAULT_RULES_JSON,
+};
 use serde_json::Value;
 use std::hint::black_box;
+use std::sync::Arc;
 
 /// Number of distinct states cycled through.
 const N_STATES: usize = 256;
@@ -43,9 +49,27 @@ fn body(s: &State) -> String {
 
 fn benches(c: &mut Criterion) {
     let (text, which) = artifact();
-    let model = Model::from_json(&text).expect("artifact loads");
-    // The same fixture and decision as the wasm micro-benchmark (bench/wasm-micro).
-    let fx = BenchFixture::new(model).expect("default rules load");
+    let model = Arc::new(Model::from_json(&text).expect("artifact loads"));
+    let rules = RuleTable::from_json(DEFAULT_RULES_JSON).expect("default rules load");
+    // The same decider and decision as the wasm micro-benchmark (bench/wasm-micro).
+    let decider = Decider::new(
+        ModelSource::Local(Arc::clone(&model)),
+        Some(rules),
+        Params::default(),
+    );
+    let policy = |s: &State, outcome: &ModelOutcome| {
+        decide(
+            Inputs {
+                state: s,
+                outcome,
+                gates: Gates::default(),
+                rules: decider.rules(),
+                ranges: Some(model.ranges()),
+                model_version: Some(model.version()),
+            },
+            decider.policy(),
+        )
+    };
     let states = states();
     let bodies: Vec<String> = states.iter().map(body).collect();
     let values: Vec<Value> = bodies
@@ -53,7 +77,10 @@ fn benches(c: &mut Criterion) {
         .map(|b| serde_json::from_str::<Value>(b).expect("body parses")["state"].clone())
         .collect();
     let features: Vec<_> = states.iter().map(encode).collect();
-    let outcomes: Vec<_> = states.iter().map(|s| fx.model.outcome(s)).collect();
+    let outcomes: Vec<_> = states
+        .iter()
+        .map(|s| ModelOutcome::of_model(&model, s))
+        .collect();
 
     let mut g = c.benchmark_group(format!("decision/{which}-model"));
     g.throughput(Throughput::Elements(1));
@@ -73,24 +100,24 @@ fn benches(c: &mut Criterion) {
     });
     g.bench_function("encode", |b| b.iter(|| encode(black_box(&states[tick()]))));
     g.bench_function("infer", |b| {
-        b.iter(|| fx.model.predict(black_box(&features[tick()])))
+        b.iter(|| model.predict(black_box(&features[tick()])))
     });
     g.bench_function("policy", |b| {
         b.iter(|| {
             let k = tick();
-            fx.policy(black_box(&states[k]), black_box(&outcomes[k]))
+            policy(black_box(&states[k]), black_box(&outcomes[k]))
         })
     });
     let decisions: Vec<Decision> = states
         .iter()
         .zip(&outcomes)
-        .map(|(s, o)| fx.policy(s, o))
+        .map(|(s, o)| policy(s, o))
         .collect();
     g.bench_function("serialise", |b| {
-        b.iter(|| black_box(&decisions[tick()]).to_json())
+        b.iter(|| serde_json::to_string(black_box(&decisions[tick()])))
     });
     g.bench_function("whole", |b| {
-        b.iter(|| fx.decide_body(black_box(&bodies[tick()])))
+        b.iter(|| decide_body_text(&decider, black_box(bodies[tick()].as_bytes()), 12))
     });
     g.finish();
 

@@ -1,4 +1,4 @@
-//! Encoder v1: a [`State`] becomes a fixed 16-dim feature vector (DESIGN §3).
+//! Encoder v1: a [`State`] becomes a fixed 16-dim feature vector.
 //!
 //! One implementation serves training, evaluation, the CLI and the Worker, so the
 //! features the model saw in training are the features it sees live. Values are

@@ -9,25 +9,37 @@
 //! - [`state`]: the request state, parsed and validated with field-naming errors.
 //! - [`features`]: encoder v1, state → 16 floats.
 //! - [`model`]: the artifact format, its validation, and tree-ensemble inference.
+//! - [`output`]: a model's answer checked into a [`ModelOutcome`] (or why there is none).
 //! - [`rules`]: the first-hit rule table.
 //! - [`policy`]: model outcome + gates + rules → [`Decision`].
+//! - [`decider`]: [`Decider`], the one composition of model, rules and policy that every
+//!   caller decides through.
+//! - [`record`]: the decision and outcome records the Worker logs and the CLI reads back.
+//! - [`routing`]: what a request means for the decision at the edge: request types,
+//!   regions, canary buckets, failover, signal freshness.
+//!
+//! Modules depend on each other in this order only (no cycles): `actions`, `state` →
+//! `features`, `rules` → `model` → `output` → `policy` → `decider`, `record`; `routing`
+//! uses `actions` and `state`.
 #![deny(missing_docs)]
 
 pub mod actions;
+pub mod decider;
 pub mod features;
-pub mod json_text;
 pub mod model;
+pub mod output;
 pub mod policy;
+pub mod record;
+pub mod routing;
 pub mod rules;
 pub mod state;
 
 pub use actions::{Action, ACTIONS, NUM_ACTIONS};
+pub use decider::{Decider, ModelSource, Params, ThresholdSource};
 pub use features::{encode, Features, ENCODER_VERSION, FEATURE_DIM};
 pub use model::{Artifact, ArtifactError, Model};
-pub use policy::{
-    decide, Decision, FallbackReason, Gates, Inputs, ModelOutcome, ModelOutput, PolicyConfig,
-    Source,
-};
+pub use output::{ModelError, ModelOutcome, ModelOutput};
+pub use policy::{Decision, FallbackReason, Gates, PolicyConfig, Source, Threshold};
 pub use rules::{RuleError, RuleTable};
 pub use state::{Signals, State, StateError};
 

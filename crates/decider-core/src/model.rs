@@ -1,6 +1,6 @@
 //! The decision model: artifact format, validation at load, and inference.
 //!
-//! The artifact is JSON (DESIGN §8). It records the action list and encoder version it
+//! The artifact is JSON. It records the action list and encoder version it
 //! was trained with; [`Model::from_json`] refuses one whose action list (order included)
 //! or encoder version differs from this build's, whose shapes are inconsistent, or that
 //! holds a non-finite number. Inference is a gradient-boosted tree ensemble (one tree per
@@ -66,7 +66,7 @@ pub enum ArtifactError {
     },
 }
 
-/// The serialised artifact (DESIGN §8). Field order here is the order in the file.
+/// The serialised artifact. Field order here is the order in the file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Artifact {
@@ -494,16 +494,6 @@ impl Model {
         softmax(&self.margins(x), self.artifact.calibration.temperature)
     }
 
-    /// Runs the model as the embedded backend does: encode the state, predict, and check
-    /// the probabilities. The one implementation the CLI, the Worker and the benchmarks share.
-    pub fn outcome(&self, s: &State) -> crate::policy::ModelOutcome {
-        use crate::policy::{ModelOutcome, ModelOutput};
-        match ModelOutput::from_probabilities(self.predict(&crate::features::encode(s))) {
-            Ok(o) => ModelOutcome::Output(o),
-            Err(e) => ModelOutcome::Error(e),
-        }
-    }
-
     /// The most probable action and its calibrated probability.
     pub fn top(&self, x: &Features) -> (Action, f64) {
         argmax(&self.predict(x))
@@ -630,72 +620,8 @@ pub fn argmax(p: &Probabilities) -> (Action, f64) {
 #[doc(hidden)]
 /// Small artifacts for doctests and unit tests.
 pub mod tests_support {
-    use super::{Artifact, Features, Model, NUM_ACTIONS};
-    use crate::policy::{decide, Decision, Gates, Inputs, ModelOutcome, PolicyConfig};
-    use crate::rules::{RuleError, RuleTable};
+    use super::{Artifact, Features, NUM_ACTIONS};
     use crate::state::State;
-    use crate::{Action, DEFAULT_RULES_JSON};
-
-    /// A model, the default rule table and the default policy configuration: the decision
-    /// the criterion benches and the wasm micro-benchmark time, written once so both time
-    /// the same thing.
-    #[derive(Debug)]
-    pub struct BenchFixture {
-        /// The model.
-        pub model: Model,
-        /// The shipped default rule table.
-        pub rules: RuleTable,
-        /// Threshold from the artifact, default action `route_a`, OOD check on, no shadow.
-        pub cfg: PolicyConfig,
-    }
-
-    impl BenchFixture {
-        /// The fixture of a model.
-        ///
-        /// # Errors
-        /// The default rule table's error (never, for a build that passed its tests).
-        pub fn new(model: Model) -> Result<BenchFixture, RuleError> {
-            Ok(BenchFixture {
-                cfg: PolicyConfig {
-                    threshold: model.threshold(),
-                    default_action: Action::RouteA,
-                    ood_check: true,
-                    shadow: false,
-                },
-                rules: RuleTable::from_json(DEFAULT_RULES_JSON)?,
-                model,
-            })
-        }
-
-        /// The policy on a model outcome, as the Worker's `/v1/decide` calls it.
-        pub fn policy(&self, s: &State, outcome: &ModelOutcome) -> Decision {
-            decide(
-                Inputs {
-                    state: s,
-                    outcome,
-                    gates: Gates::default(),
-                    rules: Some(&self.rules),
-                    ranges: Some(self.model.ranges()),
-                    model_version: Some(self.model.version()),
-                },
-                &self.cfg,
-            )
-        }
-
-        /// Validated state → decision (encode, infer, policy).
-        pub fn decide_state(&self, s: &State) -> Decision {
-            self.policy(s, &self.model.outcome(s))
-        }
-
-        /// Request body text → decision JSON (or `{"error": …}` for a bad body): what the
-        /// Worker's `/v1/decide` does between reading the body and writing the response.
-        pub fn decide_body(&self, text: &str) -> String {
-            match State::from_body(text.as_bytes(), 12) {
-                Ok(s) => self.decide_state(&s).to_json(),
-                Err(e) => serde_json::json!({"error": e.to_string()}).to_string(),
-            }
-        }
-    }
 
     /// `n` seeded states covering every region, request type and hour, loads above 1
     /// included: the inputs of the criterion benches and the wasm micro-benchmark, so their

@@ -1,4 +1,4 @@
-//! The decision policy: model output, gates and rules in, one [`Decision`] out (DESIGN §5).
+//! The decision policy: model output, gates and rules in, one [`Decision`] out.
 //!
 //! The caller (CLI or Worker) does all I/O: it runs or awaits the model and passes the
 //! *outcome* here, so every path, fallbacks included, is a plain function call that native
@@ -15,14 +15,13 @@
 //! (`source: default`). In shadow mode the model runs, rules decide, and the decision
 //! records the model's action and whether the two agree.
 
-use crate::actions::{Action, NUM_ACTIONS};
+use crate::actions::Action;
 use crate::features::ENCODER_VERSION;
-use crate::json_text::{push_f64, push_str_opt, push_u64, NumberText};
-use crate::model::{argmax, FeatureRanges, Probabilities};
+use crate::model::{FeatureRanges, Probabilities};
+use crate::output::ModelOutcome;
 use crate::rules::RuleTable;
 use crate::state::State;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use thiserror::Error;
 
 /// Who made the decision.
@@ -83,185 +82,6 @@ impl FallbackReason {
     }
 }
 
-/// Why a model output could not be used.
-#[derive(Debug, Clone, PartialEq, Error)]
-pub enum ModelError {
-    /// A probability or confidence is NaN or infinite.
-    #[error("model output holds a non-finite number ({0})")]
-    NonFinite(String),
-    /// Output does not have the expected shape.
-    #[error("malformed model output: {0}")]
-    Malformed(String),
-    /// The backend raised an error.
-    #[error("model backend failed: {0}")]
-    Backend(String),
-}
-
-/// A usable model output.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ModelOutput {
-    /// The model's top action.
-    pub action: Action,
-    /// Its calibrated confidence, in `[0, 1]`.
-    pub confidence: f64,
-    /// Probabilities per action when the backend gives them.
-    pub probabilities: Option<Probabilities>,
-}
-
-impl ModelOutput {
-    /// From a probability vector: checked finite, non-negative and summing to 1 within 1e-3
-    /// (then renormalised exactly).
-    ///
-    /// # Errors
-    /// [`ModelError`] when the vector cannot be trusted.
-    pub fn from_probabilities(p: Probabilities) -> Result<ModelOutput, ModelError> {
-        if let Some(i) = p.iter().position(|v| !v.is_finite()) {
-            return Err(ModelError::NonFinite(format!(
-                "probability of {}",
-                Action::ALL[i]
-            )));
-        }
-        if p.iter().any(|&v| v < 0.0) {
-            return Err(ModelError::Malformed("negative probability".into()));
-        }
-        let sum: f64 = p.iter().sum();
-        if (sum - 1.0).abs() > 1e-3 {
-            return Err(ModelError::Malformed(format!(
-                "probabilities sum to {sum}, not 1"
-            )));
-        }
-        let mut q = p;
-        q.iter_mut().for_each(|v| *v /= sum);
-        let (action, confidence) = argmax(&q);
-        Ok(ModelOutput {
-            action,
-            confidence,
-            probabilities: Some(q),
-        })
-    }
-
-    /// From a top action and its confidence.
-    ///
-    /// # Errors
-    /// [`ModelError`] for a non-finite or out-of-range confidence.
-    pub fn from_action(action: Action, confidence: f64) -> Result<ModelOutput, ModelError> {
-        if !confidence.is_finite() {
-            return Err(ModelError::NonFinite("confidence".into()));
-        }
-        if !(0.0..=1.0).contains(&confidence) {
-            return Err(ModelError::Malformed(format!(
-                "confidence must be 0..=1, got {confidence}"
-            )));
-        }
-        Ok(ModelOutput {
-            action,
-            confidence,
-            probabilities: None,
-        })
-    }
-
-    /// Interprets a remote model's JSON answer (the Workers AI backend). Accepted shapes,
-    /// also when wrapped in `{"result": …}`:
-    /// `{"action": "route_b", "confidence": 0.93}`,
-    /// `{"probabilities": {"route_a": 0.1, …}}` (every action present),
-    /// `{"probabilities": [0.1, 0.7, 0.1, 0.1]}` (action order), or a bare array of 4.
-    ///
-    /// # Errors
-    /// [`ModelError`] for anything else, unknown actions, or non-finite numbers.
-    pub fn from_remote_json(v: &Value) -> Result<ModelOutput, ModelError> {
-        let v = v
-            .get("result")
-            .filter(|r| r.is_object() || r.is_array())
-            .unwrap_or(v);
-        if let Some(arr) = v.as_array() {
-            return Self::from_probabilities(prob_array(arr)?);
-        }
-        let Some(obj) = v.as_object() else {
-            return Err(ModelError::Malformed(format!(
-                "expected an object, got {}",
-                crate::state::json_type(v)
-            )));
-        };
-        if let Some(p) = obj.get("probabilities") {
-            let probs = match p {
-                Value::Array(arr) => prob_array(arr)?,
-                Value::Object(map) => {
-                    let mut out = [0.0; NUM_ACTIONS];
-                    if let Some(k) = map.keys().find(|k| Action::parse_name(k).is_none()) {
-                        return Err(ModelError::Malformed(format!(
-                            "unknown action {k:?} in probabilities"
-                        )));
-                    }
-                    for a in Action::ALL {
-                        out[a.index()] = number(map.get(a.name()), a.name())?;
-                    }
-                    out
-                }
-                other => {
-                    return Err(ModelError::Malformed(format!(
-                        "probabilities must be an array or object, got {}",
-                        crate::state::json_type(other)
-                    )))
-                }
-            };
-            return Self::from_probabilities(probs);
-        }
-        let action = obj.get("action").ok_or_else(|| {
-            ModelError::Malformed("neither action nor probabilities present".into())
-        })?;
-        let name = action
-            .as_str()
-            .ok_or_else(|| ModelError::Malformed("action must be a string".into()))?;
-        let action = Action::parse_name(name)
-            .ok_or_else(|| ModelError::Malformed(format!("unknown action {name:?}")))?;
-        Self::from_action(action, number(obj.get("confidence"), "confidence")?)
-    }
-}
-
-fn number(v: Option<&Value>, what: &str) -> Result<f64, ModelError> {
-    match v {
-        None => Err(ModelError::Malformed(format!("{what} missing"))),
-        // serde_json maps NaN/Infinity to null when a JS value is converted.
-        Some(Value::Null) => Err(ModelError::NonFinite(what.to_string())),
-        Some(Value::Number(n)) => n
-            .as_f64()
-            .ok_or_else(|| ModelError::NonFinite(what.to_string())),
-        Some(other) => Err(ModelError::Malformed(format!(
-            "{what} must be a number, got {}",
-            crate::state::json_type(other)
-        ))),
-    }
-}
-
-fn prob_array(arr: &[Value]) -> Result<Probabilities, ModelError> {
-    if arr.len() != NUM_ACTIONS {
-        return Err(ModelError::Malformed(format!(
-            "expected {NUM_ACTIONS} probabilities, got {}",
-            arr.len()
-        )));
-    }
-    let mut out = [0.0; NUM_ACTIONS];
-    for (i, v) in arr.iter().enumerate() {
-        out[i] = number(Some(v), Action::ALL[i].name())?;
-    }
-    Ok(out)
-}
-
-/// What became of the model call.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ModelOutcome {
-    /// A usable answer.
-    Output(ModelOutput),
-    /// The backend failed or answered garbage.
-    Error(ModelError),
-    /// The backend did not answer in time.
-    Timeout,
-    /// No model to ask (why is reported elsewhere, e.g. /v1/health).
-    Unavailable,
-    /// The model was not consulted (the gates made it unnecessary).
-    NotRun,
-}
-
 /// Per-request gates decided by the edge before the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Gates {
@@ -271,7 +91,7 @@ pub struct Gates {
     pub holdout: bool,
 }
 
-/// Policy configuration, validated once (see [`PolicyConfig::check`]).
+/// Policy configuration. [`crate::Decider`] builds it from checked parameters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicyConfig {
     /// Confidence at or above which the model decides.
@@ -284,24 +104,33 @@ pub struct PolicyConfig {
     pub shadow: bool,
 }
 
+/// A confidence threshold, checked when made: finite and in `[0, 1]`.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Threshold(f64);
+
+impl Threshold {
+    /// Checks a threshold.
+    ///
+    /// # Errors
+    /// [`ConfigError`] for a value outside `[0, 1]` or not finite.
+    pub fn new(v: f64) -> Result<Threshold, ConfigError> {
+        if v.is_finite() && (0.0..=1.0).contains(&v) {
+            Ok(Threshold(v))
+        } else {
+            Err(ConfigError(v))
+        }
+    }
+
+    /// The value.
+    pub fn get(self) -> f64 {
+        self.0
+    }
+}
+
 /// An invalid policy configuration.
 #[derive(Debug, Clone, PartialEq, Error)]
 #[error("threshold must be a number in [0, 1], got {0}")]
 pub struct ConfigError(pub f64);
-
-impl PolicyConfig {
-    /// Checks the configuration.
-    ///
-    /// # Errors
-    /// [`ConfigError`] for a threshold outside `[0, 1]` or non-finite.
-    pub fn check(self) -> Result<PolicyConfig, ConfigError> {
-        if self.threshold.is_finite() && (0.0..=1.0).contains(&self.threshold) {
-            Ok(self)
-        } else {
-            Err(ConfigError(self.threshold))
-        }
-    }
-}
 
 /// Probabilities keyed by action name, in action order on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -336,7 +165,8 @@ pub struct Shadow {
     pub agree: bool,
 }
 
-/// A decision (DESIGN §5).
+/// A decision: the action and everything that explains it. Serialised in field order, this
+/// is the `/v1/decide` answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Decision {
     /// The action to take.
@@ -361,106 +191,6 @@ pub struct Decision {
     /// Shadow-mode record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shadow: Option<Shadow>,
-}
-
-impl Decision {
-    /// The decision as compact JSON, byte for byte what `serde_json::to_string` makes of
-    /// it (fields in DESIGN §5 order), written directly: the Worker answers every
-    /// `/v1/decide` with this, and the generic serialiser costs more than the model's
-    /// forward pass in wasm.
-    pub fn to_json(&self) -> String {
-        // Room for a model decision's record (about 300 bytes with four probabilities at
-        // full precision): one allocation, no regrowth.
-        let mut out = String::with_capacity(384);
-        self.write_json(&mut out);
-        out
-    }
-
-    /// [`Decision::to_json`] appended to `out` (a buffer kept between decisions spares an
-    /// allocation per decision).
-    pub fn write_json(&self, out: &mut String) {
-        // The probabilities first: the confidence is one of them when the model answered,
-        // and formatting a float costs more than the rest of the record.
-        let mut room: [NumberText; 4] = Default::default();
-        let [ra, rb, rc, rr] = &mut room;
-        let probs = self.probabilities.map(|p| {
-            let values = [p.route_a, p.route_b, p.route_c, p.reject];
-            let texts = [
-                ra.format(p.route_a),
-                rb.format(p.route_b),
-                rc.format(p.route_c),
-                rr.format(p.reject),
-            ];
-            (values, texts)
-        });
-        out.push_str("{\"action\":\"");
-        out.push_str(self.action.name());
-        out.push_str("\",\"confidence\":");
-        match self.confidence {
-            Some(c) => {
-                let same = probs.as_ref().and_then(|(values, texts)| {
-                    let i = values.iter().position(|v| v.to_bits() == c.to_bits())?;
-                    Some(texts[i])
-                });
-                match same {
-                    Some(text) => out.push_str(text),
-                    None => push_f64(out, c),
-                }
-            }
-            None => out.push_str("null"),
-        }
-        out.push_str(",\"source\":\"");
-        out.push_str(self.source.name());
-        out.push_str("\",\"fallback_reason\":");
-        match self.fallback_reason {
-            Some(r) => {
-                out.push('"');
-                out.push_str(r.name());
-                out.push('"');
-            }
-            None => out.push_str("null"),
-        }
-        out.push_str(",\"model_version\":");
-        push_str_opt(out, self.model_version.as_deref());
-        out.push_str(",\"encoder_version\":");
-        push_u64(out, u64::from(self.encoder_version));
-        out.push_str(",\"probabilities\":");
-        match &probs {
-            Some((_, [a, b, c, r])) => {
-                out.push_str("{\"route_a\":");
-                out.push_str(a);
-                out.push_str(",\"route_b\":");
-                out.push_str(b);
-                out.push_str(",\"route_c\":");
-                out.push_str(c);
-                out.push_str(",\"reject\":");
-                out.push_str(r);
-                out.push('}');
-            }
-            None => out.push_str("null"),
-        }
-        out.push_str(",\"decision_us\":");
-        push_u64(out, self.decision_us);
-        if let Some(rule) = &self.rule {
-            out.push_str(",\"rule\":");
-            push_str_opt(out, Some(rule));
-        }
-        if let Some(sh) = &self.shadow {
-            out.push_str(",\"shadow\":{\"model_action\":");
-            match sh.model_action {
-                Some(a) => {
-                    out.push('"');
-                    out.push_str(a.name());
-                    out.push('"');
-                }
-                None => out.push_str("null"),
-            }
-            out.push_str(",\"agree\":");
-            out.push_str(if sh.agree { "true" } else { "false" });
-            out.push('}');
-        }
-        out.push('}');
-    }
 }
 
 /// Everything a decision is made from, besides the configuration.
@@ -571,8 +301,9 @@ pub fn decide(inp: Inputs<'_>, cfg: &PolicyConfig) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::{ModelError, ModelOutput};
     use crate::rules::RuleTable;
-    use serde_json::json;
+    use serde_json::Value;
 
     fn state() -> State {
         State {
@@ -776,57 +507,6 @@ mod tests {
                 agree: false
             })
         );
-    }
-
-    #[test]
-    fn remote_outputs() {
-        let ok = |v: Value| ModelOutput::from_remote_json(&v);
-        assert_eq!(
-            ok(json!({"action": "route_b", "confidence": 0.9}))
-                .unwrap()
-                .action,
-            Action::RouteB
-        );
-        let p = ok(json!({"probabilities": {"route_a": 0.1, "route_b": 0.2, "route_c": 0.6, "reject": 0.1}})).unwrap();
-        assert_eq!((p.action, p.confidence), (Action::RouteC, 0.6));
-        assert_eq!(
-            ok(json!({"result": [0.7, 0.1, 0.1, 0.1]})).unwrap().action,
-            Action::RouteA
-        );
-        for bad in [
-            json!({"action": "route_d", "confidence": 0.9}),
-            json!({"action": "route_a", "confidence": null}),
-            json!({"action": "route_a", "confidence": 1.5}),
-            json!({"action": "route_a"}),
-            json!({"probabilities": [0.5, 0.5]}),
-            json!({"probabilities": [0.9, 0.9, 0.1, 0.1]}),
-            json!({"probabilities": {"route_a": 1.0}}),
-            json!("route_a"),
-            json!(null),
-        ] {
-            assert!(ok(bad.clone()).is_err(), "{bad}");
-        }
-        assert!(matches!(
-            ModelOutput::from_probabilities([f64::NAN, 0.0, 0.0, 1.0]),
-            Err(ModelError::NonFinite(_))
-        ));
-    }
-
-    #[test]
-    fn config_check_refuses_bad_threshold() {
-        assert!(PolicyConfig {
-            threshold: 1.5,
-            ..cfg()
-        }
-        .check()
-        .is_err());
-        assert!(PolicyConfig {
-            threshold: f64::NAN,
-            ..cfg()
-        }
-        .check()
-        .is_err());
-        assert!(cfg().check().is_ok());
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The rule engine: a first-hit decision table, data not code (DESIGN §6).
+//! The rule engine: a first-hit decision table, data not code.
 //!
 //! ```json
 //! {"version": "default-1", "rules": [

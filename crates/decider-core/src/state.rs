@@ -1,4 +1,4 @@
-//! The state a decision is made on: parsing and validation (DESIGN §2).
+//! The state a decision is made on: parsing and validation.
 //!
 //! Parsing goes through [`serde_json::Value`] rather than a derived `Deserialize` so that
 //! every rejection names the field and the rule it broke (`"region_id must be 0..=9,
@@ -65,6 +65,9 @@ pub enum StateError {
         column: usize,
         /// The parser's description.
         message: String,
+        /// The key path whose value is not JSON, when that is the trouble: a `NaN` or
+        /// `Infinity` literal, or a number beyond f64 (`state.current_load`).
+        field: Option<String>,
     },
     /// The value is not a JSON object.
     #[error("{what} must be a json object, got {got}")]
@@ -118,7 +121,8 @@ impl StateError {
             | StateError::Unknown { field, .. }
             | StateError::WrongType { field, .. }
             | StateError::OutOfRange { field, .. } => Some(field),
-            StateError::Json { .. } | StateError::NotObject { .. } => None,
+            StateError::Json { field, .. } => field.as_deref(),
+            StateError::NotObject { .. } => None,
         }
     }
 
@@ -174,6 +178,7 @@ impl StateError {
             line: e.line(),
             column: e.column(),
             message,
+            field: None,
         }
     }
 }
@@ -188,6 +193,110 @@ pub fn json_type(v: &Value) -> &'static str {
         Value::Array(_) => "array",
         Value::Object(_) => "object",
     }
+}
+
+/// Parses JSON text. When the text is JSON but for one number — a `NaN` or `Infinity`
+/// literal, or a number beyond f64 — the error names the key that holds it, so a client
+/// learns which field to fix rather than only a line and column.
+fn parse_text(bytes: &[u8]) -> Result<Value, StateError> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        let mut err = StateError::from_serde(&e);
+        if let StateError::Json { field, message, .. } = &mut err {
+            let at = byte_offset(bytes, e.line(), e.column());
+            if is_number_trouble(&e, bytes, at) {
+                *field = key_path_at(bytes, at);
+                if let Some(path) = field {
+                    *message = format!("{path} is not a JSON number ({message})");
+                }
+            }
+        }
+        err
+    })
+}
+
+/// Whether a parse error is about a number: one out of f64's range, or a non-JSON
+/// literal (`NaN`, `Infinity`, `-Infinity`) where a value belongs.
+fn is_number_trouble(e: &serde_json::Error, bytes: &[u8], at: usize) -> bool {
+    if e.to_string().starts_with("number out of range") {
+        return true;
+    }
+    // serde_json stops at the literal's first letter (after a `-` for `-Infinity`).
+    let word_start = bytes[..at.min(bytes.len())]
+        .iter()
+        .rposition(|b| !b.is_ascii_alphabetic())
+        .map_or(0, |i| i + 1);
+    let rest = &bytes[word_start..];
+    rest.starts_with(b"NaN") || rest.starts_with(b"Infinity")
+}
+
+/// The byte offset of a 1-based line and column as serde_json reports them.
+fn byte_offset(bytes: &[u8], line: usize, column: usize) -> usize {
+    let line_start = if line <= 1 {
+        0
+    } else {
+        bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'\n')
+            .nth(line - 2)
+            .map_or(bytes.len(), |(i, _)| i + 1)
+    };
+    (line_start + column.saturating_sub(1)).min(bytes.len())
+}
+
+/// The dotted path of object keys whose value contains byte `at`, read by following the
+/// text's braces, brackets and keys up to there (`state.current_load`). `None` outside
+/// any key's value. Only used to name the field of a syntax error, on text that is valid
+/// JSON up to `at`.
+fn key_path_at(bytes: &[u8], at: usize) -> Option<String> {
+    // One frame per open container: `Some(key)` for an object (its current key), `None`
+    // for an array.
+    let mut frames: Vec<Option<String>> = Vec::new();
+    let mut key_next = false;
+    let mut i = 0;
+    while i < at {
+        match bytes[i] {
+            b'"' => {
+                let start = i + 1;
+                i = start;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                if key_next {
+                    if let Some(Some(key)) = frames.last_mut() {
+                        // Decoded, so that an escaped key (`"st\u0061te"`) reads as itself.
+                        let quoted = &bytes[start - 1..(i + 1).min(bytes.len())];
+                        *key = serde_json::from_slice(quoted).unwrap_or_else(|_| {
+                            String::from_utf8_lossy(&bytes[start..i.min(bytes.len())]).into()
+                        });
+                    }
+                }
+            }
+            b'{' => {
+                frames.push(Some(String::new()));
+                key_next = true;
+            }
+            b'[' => {
+                frames.push(None);
+                key_next = false;
+            }
+            b'}' | b']' => {
+                frames.pop();
+                key_next = false;
+            }
+            b':' => key_next = false,
+            b',' => key_next = matches!(frames.last(), Some(Some(_))),
+            _ => {}
+        }
+        i += 1;
+    }
+    let keys: Vec<&str> = frames
+        .iter()
+        .flatten()
+        .map(String::as_str)
+        .filter(|k| !k.is_empty())
+        .collect();
+    (!keys.is_empty() && !key_next).then(|| keys.join("."))
 }
 
 fn short(v: &Value) -> String {
@@ -345,38 +454,19 @@ impl State {
     /// # Errors
     /// [`StateError::Json`] with line and column for malformed text, else as [`State::from_value`].
     pub fn parse_json(text: &str, default_hour: u8) -> Result<State, StateError> {
-        if let Some(s) = fast::state(text.as_bytes(), default_hour) {
-            return Ok(s);
-        }
-        let v: Value = serde_json::from_str(text).map_err(|e| StateError::from_serde(&e))?;
+        let v = parse_text(text.as_bytes())?;
         State::from_value(&v, default_hour)
     }
 
-    /// Parses and validates a decision request body, `{"state": {…}}` and no other key
-    /// (DESIGN §6). `default_hour` (the current UTC hour) fills an absent `hour`.
-    ///
-    /// A valid body is scanned straight into numbers, without building a JSON tree; anything
-    /// else is parsed again through [`Value`] so that the error names the field and the
-    /// rule, exactly as [`State::from_value`] reports it.
+    /// Parses and validates a decision request body, `{"state": {…}}` and no other key.
+    /// `default_hour` (the current UTC hour) fills an absent `hour`.
     ///
     /// # Errors
     /// [`StateError::Json`] for malformed text, [`StateError::NotObject`] for a body that is
     /// not an object, [`StateError::Unknown`] / [`StateError::Missing`] for the envelope,
     /// else the state's error with its field prefixed by `state.`.
     pub fn from_body(bytes: &[u8], default_hour: u8) -> Result<State, StateError> {
-        if let Some(s) = fast::body(bytes, default_hour) {
-            return Ok(s);
-        }
-        State::from_body_value(bytes, default_hour)
-    }
-
-    /// [`State::from_body`] through [`Value`] only: the reference the fast path must agree
-    /// with, and the source of every error message.
-    ///
-    /// # Errors
-    /// As [`State::from_body`].
-    pub fn from_body_value(bytes: &[u8], default_hour: u8) -> Result<State, StateError> {
-        let body: Value = serde_json::from_slice(bytes).map_err(|e| StateError::from_serde(&e))?;
+        let body = parse_text(bytes)?;
         let obj = as_object(&body, "body")?;
         if let Some(k) = obj.keys().find(|k| k.as_str() != "state") {
             return Err(StateError::Unknown {
@@ -424,6 +514,14 @@ impl State {
 }
 
 impl Signals {
+    /// Parses and validates a signals object from JSON text.
+    ///
+    /// # Errors
+    /// [`StateError::Json`] for malformed text, else as [`Signals::from_value`].
+    pub fn from_json(bytes: &[u8]) -> Result<Signals, StateError> {
+        Signals::from_value(&parse_text(bytes)?)
+    }
+
     /// Validates a JSON value as a signals object (the three live fields, all required,
     /// plus an optional `updated_at` that callers stamp themselves and is ignored here).
     ///
@@ -445,238 +543,6 @@ impl Signals {
             current_load: require(load, "current_load")?,
             recent_success_rate: require(success, "recent_success_rate")?,
             queue_depth: require(queue, "queue_depth")?,
-        })
-    }
-}
-
-/// The fast path of [`State::from_body`] and [`State::parse_json`]: a scanner for the one
-/// shape a valid request has, with no JSON tree and no allocation.
-///
-/// It reads a strict subset of JSON — objects, the known key names without escapes,
-/// numbers in JSON's own grammar, JSON whitespace — and gives up (`None`) on anything else:
-/// an unknown, duplicate or escaped key, a non-number, a value out of range, text after the
-/// end. The caller then parses the same text through [`Value`], so every accepted input
-/// yields the same state as [`State::from_value`] and every error comes from there. Numbers
-/// are converted by the standard library's parser, correctly rounded like serde_json's
-/// `float_roundtrip`.
-mod fast {
-    use super::{State, MAX_REQUEST_TYPE, NUM_REGIONS, STATE_FIELDS};
-
-    /// A cursor over the text.
-    struct Scan<'a> {
-        b: &'a [u8],
-        i: usize,
-    }
-
-    impl<'a> Scan<'a> {
-        fn ws(&mut self) {
-            while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
-                self.i += 1;
-            }
-        }
-
-        /// Consumes `c` after optional whitespace.
-        fn eat(&mut self, c: u8) -> Option<()> {
-            self.ws();
-            (self.b.get(self.i) == Some(&c)).then(|| self.i += 1)
-        }
-
-        /// A string without escapes, after optional whitespace.
-        fn key(&mut self) -> Option<&'a [u8]> {
-            self.eat(b'"')?;
-            let start = self.i;
-            while let Some(&c) = self.b.get(self.i) {
-                match c {
-                    b'"' => {
-                        self.i += 1;
-                        return Some(&self.b[start..self.i - 1]);
-                    }
-                    b'a'..=b'z' | b'_' => self.i += 1,
-                    _ => return None,
-                }
-            }
-            None
-        }
-
-        fn digits(&mut self) -> usize {
-            let start = self.i;
-            while self.b.get(self.i).is_some_and(u8::is_ascii_digit) {
-                self.i += 1;
-            }
-            self.i - start
-        }
-
-        /// A number in JSON's grammar, after optional whitespace:
-        /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
-        fn number(&mut self) -> Option<f64> {
-            self.ws();
-            let start = self.i;
-            let negative = self.b.get(self.i) == Some(&b'-');
-            if negative {
-                self.i += 1;
-            }
-            let int_start = self.i;
-            match self.b.get(self.i) {
-                Some(b'0') => self.i += 1,
-                Some(b'1'..=b'9') => {
-                    self.digits();
-                }
-                _ => return None,
-            }
-            let int_end = self.i;
-            let mut frac = int_end..int_end;
-            if self.b.get(self.i) == Some(&b'.') {
-                self.i += 1;
-                let from = self.i;
-                if self.digits() == 0 {
-                    return None;
-                }
-                frac = from..self.i;
-            }
-            let mut exponent = false;
-            if let Some(b'e' | b'E') = self.b.get(self.i) {
-                exponent = true;
-                self.i += 1;
-                if let Some(b'+' | b'-') = self.b.get(self.i) {
-                    self.i += 1;
-                }
-                if self.digits() == 0 {
-                    return None;
-                }
-            }
-            if !exponent {
-                if let Some(v) = short_decimal(&self.b[int_start..int_end], &self.b[frac]) {
-                    return Some(if negative { -v } else { v });
-                }
-            }
-            std::str::from_utf8(&self.b[start..self.i])
-                .ok()?
-                .parse()
-                .ok()
-        }
-
-        /// A state object: known keys, each once, each a number.
-        fn state(&mut self) -> Option<[Option<f64>; 6]> {
-            let mut out = [None; 6];
-            self.eat(b'{')?;
-            if self.eat(b'}').is_some() {
-                return Some(out);
-            }
-            loop {
-                let k = self.key()?;
-                let slot = out.get_mut(field_index(k)?)?;
-                self.eat(b':')?;
-                if slot.replace(self.number()?).is_some() {
-                    return None; // duplicate key
-                }
-                self.ws();
-                match self.b.get(self.i) {
-                    Some(b',') => self.i += 1,
-                    Some(b'}') => {
-                        self.i += 1;
-                        return Some(out);
-                    }
-                    _ => return None,
-                }
-            }
-        }
-
-        /// Only whitespace left.
-        fn end(&mut self) -> Option<()> {
-            self.ws();
-            (self.i == self.b.len()).then_some(())
-        }
-    }
-
-    /// The most digits [`short_decimal`] takes: any integer of 15 digits is exact in
-    /// an `f64` (below 2^53).
-    const SHORT_DIGITS: usize = 15;
-    /// Powers of ten exact in an `f64` (10^22 is the last), for up to [`SHORT_DIGITS`]
-    /// fraction digits.
-    const POW10: [f64; SHORT_DIGITS + 1] = [
-        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-    ];
-
-    /// The value of a number without exponent whose digits (integer part `int`, fraction
-    /// `frac`, both ASCII digits) number at most [`SHORT_DIGITS`], the common case of a
-    /// request (`12`, `0.4`, `0.97`); `None` for longer ones, which the standard parser
-    /// reads. Exact: the digits as an integer and the power of ten are both exact in an
-    /// `f64`, and one IEEE division rounds their quotient correctly, which is the correctly
-    /// rounded value of the decimal, as the standard parser gives it (Clinger's fast path).
-    fn short_decimal(int: &[u8], frac: &[u8]) -> Option<f64> {
-        if int.len() + frac.len() > SHORT_DIGITS {
-            return None;
-        }
-        let m = int
-            .iter()
-            .chain(frac)
-            .fold(0u64, |m, d| m * 10 + u64::from(d - b'0'));
-        // Exact: `m` < 10^15 < 2^53.
-        #[allow(clippy::cast_precision_loss)]
-        let m = m as f64;
-        Some(m / POW10[frac.len()])
-    }
-
-    /// The index of a key in [`STATE_FIELDS`]: its length and first letter pick the one
-    /// candidate, one comparison confirms it.
-    fn field_index(k: &[u8]) -> Option<usize> {
-        let i = match (k.len(), k.first()?) {
-            (12, b'r') => 0,
-            (9, _) => 1,
-            (12, _) => 2,
-            (19, _) => 3,
-            (11, _) => 4,
-            (4, _) => 5,
-            _ => return None,
-        };
-        (STATE_FIELDS[i].as_bytes() == k).then_some(i)
-    }
-
-    /// A bare state object.
-    pub(super) fn state(text: &[u8], default_hour: u8) -> Option<State> {
-        let mut s = Scan { b: text, i: 0 };
-        let fields = s.state()?;
-        s.end()?;
-        validate(fields, default_hour)
-    }
-
-    /// The `{"state": {…}}` envelope.
-    pub(super) fn body(text: &[u8], default_hour: u8) -> Option<State> {
-        let mut s = Scan { b: text, i: 0 };
-        s.eat(b'{')?;
-        if s.key()? != b"state" {
-            return None;
-        }
-        s.eat(b':')?;
-        s.ws();
-        let fields = s.state()?;
-        s.eat(b'}')?;
-        s.end()?;
-        validate(fields, default_hour)
-    }
-
-    /// An integral value in `0..=max`.
-    fn int(v: f64, max: u8) -> Option<u8> {
-        (v.fract() == 0.0 && (0.0..=f64::from(max)).contains(&v)).then_some(v as u8)
-    }
-
-    /// The state when every field is present (`hour` may be absent) and valid, by the
-    /// rules of [`State::from_value`].
-    fn validate(fields: [Option<f64>; 6], default_hour: u8) -> Option<State> {
-        let [rt, region, load, success, queue, hour] = fields;
-        let load = load.filter(|v| v.is_finite() && *v >= 0.0)?;
-        let success = success.filter(|v| (0.0..=1.0).contains(v))?;
-        let queue = queue.filter(|v| v.is_finite() && *v >= 0.0)?;
-        Some(State {
-            request_type: int(rt?, MAX_REQUEST_TYPE)?,
-            region_id: int(region?, (NUM_REGIONS - 1) as u8)?,
-            current_load: load,
-            recent_success_rate: success,
-            queue_depth: queue,
-            hour: match hour {
-                Some(h) => int(h, 23)?,
-                None => default_hour.min(23),
-            },
         })
     }
 }
@@ -705,58 +571,67 @@ mod tests {
     }
 
     #[test]
-    fn typical_bodies_take_the_fast_path() {
+    fn bodies_in_any_layout_parse() {
         let want = State::from_value(&ok(), 0).unwrap();
         for body in [
             r#"{"state":{"request_type":1,"region_id":3,"current_load":0.4,"recent_success_rate":0.97,"queue_depth":12,"hour":14}}"#,
             "{\n  \"state\": {\n    \"hour\": 14,\n    \"queue_depth\": 12.0,\n    \"recent_success_rate\": 9.7e-1,\n    \"current_load\": 0.40,\n    \"region_id\": 3,\n    \"request_type\": 1\n  }\n}\n",
-            "\t{ \"state\" :\r\n{\"request_type\":1 , \"region_id\":3,\"current_load\":4E-1,\"recent_success_rate\":0.97,\"queue_depth\":1.2e1,\"hour\":14 } } ",
+            r#"{"st\u0061te": {"request_type":1,"region_id":3,"current_load":4E-1,"recent_success_rate":0.97,"queue_depth":1.2e1,"hour":14}}"#,
         ] {
-            assert_eq!(fast::body(body.as_bytes(), 0), Some(want), "{body}");
             assert_eq!(State::from_body(body.as_bytes(), 0), Ok(want), "{body}");
         }
-        let bare = ok().to_string();
-        assert_eq!(fast::state(bare.as_bytes(), 0), Some(want));
+        assert_eq!(State::parse_json(&ok().to_string(), 0), Ok(want));
     }
 
     #[test]
-    fn the_fast_path_leaves_everything_else_to_the_value_path() {
+    fn duplicate_keys_keep_the_last_value() {
+        let body = r#"{"state": {"request_type":1,"region_id":3,"current_load":0.4,"recent_success_rate":0.97,"queue_depth":12,"queue_depth":13}}"#;
+        assert_eq!(
+            State::from_body(body.as_bytes(), 0).unwrap().queue_depth,
+            13.0
+        );
+    }
+
+    /// Regression: a `NaN` literal or a number beyond f64 inside the state was a 400 with
+    /// `field: null`; the client could not tell which field to fix.
+    #[test]
+    fn regression_non_json_numbers_name_their_field() {
         let s = r#"{"request_type":1,"region_id":3,"current_load":0.4,"recent_success_rate":0.97,"queue_depth":12}"#;
-        for body in [
-            format!(r#"{{"st\u0061te": {s}}}"#),
-            format!(r#"{{"state": {s}, "state": {s}}}"#),
-            format!(r#"[{{"state": {s}}}]"#),
-            format!(r#"{{"state": {s}}} x"#),
-            format!(r#"{{"state": {s}, "x": 1}}"#),
-            s.replace("12}", "12, \"queue_depth\": 12}"),
-            s.replace("0.4", "NaN"),
-            s.replace("0.4", "+0.4"),
-            s.replace("0.4", ".4"),
-            s.replace("3,", "3.5,"),
-            s.replace("12", "1e400"),
-            s.replace("region_id", "regoin_id"),
+        for (from, to, field) in [
+            ("0.4", "NaN", "state.current_load"),
+            ("0.4", "Infinity", "state.current_load"),
+            ("0.4", "-Infinity", "state.current_load"),
+            ("12}", "1e999}", "state.queue_depth"),
+            ("12}", "-1e400}", "state.queue_depth"),
+            ("0.97", "NaN", "state.recent_success_rate"),
         ] {
-            let body = if body.starts_with("{\"request_type") {
-                format!(r#"{{"state": {body}}}"#)
-            } else {
-                body
-            };
-            assert_eq!(fast::body(body.as_bytes(), 0), None, "{body}");
+            let body = format!(r#"{{"state": {}}}"#, s.replacen(from, to, 1));
+            let e = State::from_body(body.as_bytes(), 0).unwrap_err();
             assert_eq!(
-                State::from_body(body.as_bytes(), 0),
-                State::from_body_value(body.as_bytes(), 0),
+                (e.code(), e.field()),
+                ("invalid_json", Some(field)),
                 "{body}"
             );
         }
-        // Duplicate keys: the value path keeps the last one, so the answer is the same.
-        let dup = format!(
-            r#"{{"state": {}}}"#,
-            s.replace("12}", "12, \"queue_depth\": 13}")
-        );
-        assert_eq!(
-            State::from_body(dup.as_bytes(), 0).unwrap().queue_depth,
-            13.0
-        );
+        // An escaped key is named as it reads.
+        let body = format!(r#"{{"st\u0061te": {}}}"#, s.replace("0.4", "NaN"));
+        let e = State::from_body(body.as_bytes(), 0).unwrap_err();
+        assert_eq!(e.field(), Some("state.current_load"));
+        // A bare state names the field without the envelope.
+        let e = State::parse_json(&s.replace("0.4", "NaN"), 0).unwrap_err();
+        assert_eq!(e.field(), Some("current_load"));
+        // Other syntax errors name no field.
+        for (body, want) in [
+            (r#"{"state": {"request_type": 1 "region_id": 3}}"#, None),
+            (r#"{"state": {"request_type": tru}}"#, None),
+            ("", None),
+            ("NaN", None),
+            (r#"{"state": NaN}"#, Some("state")),
+            (r#"{"state": [NaN]}"#, Some("state")),
+        ] {
+            let e = State::from_body(body.as_bytes(), 0).unwrap_err();
+            assert_eq!((e.code(), e.field()), ("invalid_json", want), "{body}");
+        }
     }
 
     #[test]

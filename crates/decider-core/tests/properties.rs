@@ -11,21 +11,20 @@
 //! - the lockstep tree walk gives the margins of the artifact's node-by-node definition bit
 //!   for bit, for trees of any shape and any features, NaN included;
 //! - calibration is monotonic: a higher temperature never raises the top probability;
-//! - `Decision::to_json` writes exactly what serde_json writes, for any decision;
-//! - the typed fast path of body parsing agrees with the `Value` path on any text near a
-//!   valid body: same state, or the same error;
-//! - the fast path reads a decimal of any length, sign and number of fraction digits
-//!   bit for bit as the standard parser does.
+//! - any text near a valid body parses to a valid state or to an error that names the
+//!   field (only malformed text and a non-object body go without one);
+//! - a decimal of any length, sign and number of fraction digits is read bit for bit as
+//!   the standard parser reads it.
 
 use decider_core::model::{
     argmax, softmax,
     tests_support::{reference_margins, TINY_ARTIFACT},
     Artifact, FeatureRanges, Tree,
 };
-use decider_core::policy::{ModelError, ModelOutput, ProbabilityMap, Shadow};
+use decider_core::policy::{decide, Inputs};
 use decider_core::rules::{Condition, Rule, RuleTableSpec};
 use decider_core::{
-    decide, encode, Action, Decision, FallbackReason, Gates, Inputs, Model, ModelOutcome,
+    encode, Action, FallbackReason, Gates, Model, ModelError, ModelOutcome, ModelOutput,
     PolicyConfig, RuleTable, Source, State, DEFAULT_RULES_JSON, FEATURE_DIM, NUM_ACTIONS,
 };
 use proptest::prelude::*;
@@ -59,9 +58,8 @@ fn valid_state() -> impl Strategy<Value = State> {
     )
 }
 
-/// A JSON token for a state field: valid values and every near miss the fast path must
-/// hand over to the `Value` path (integral floats, `-0`, exponents, out-of-range, huge and
-/// negative integers, non-numbers).
+/// A JSON token for a state field: valid values and every near miss a parser must refuse
+/// (integral floats, `-0`, exponents, out-of-range, huge and negative integers, non-numbers).
 fn field_token() -> impl Strategy<Value = String> {
     prop_oneof![
         4 => (0..=30i64).prop_map(|v| v.to_string()),
@@ -81,7 +79,7 @@ fn field_token() -> impl Strategy<Value = String> {
 }
 
 /// A decimal as a client writes one: up to 18 digits, 0 to 17 of them after the point
-/// (across the fast path's 15-digit limit), optionally negative.
+/// (past the 15 digits an f64 holds exactly), optionally negative.
 fn decimal() -> impl Strategy<Value = String> {
     (1u32..=18)
         .prop_flat_map(|width| {
@@ -173,65 +171,6 @@ fn near_body() -> impl Strategy<Value = String> {
             b
         }
     })
-}
-
-/// Any decision, consistent or not: every field's whole domain, strings that need
-/// escaping, non-finite numbers.
-fn any_decision() -> impl Strategy<Value = Decision> {
-    let text = prop_oneof![
-        "[a-z0-9._-]{0,24}",
-        any::<String>(),
-        Just("quote\" backslash\\ tab\t nl\n nul\u{0} del\u{7f} é ✓".to_string()),
-    ];
-    let source = select(vec![Source::Model, Source::Rules, Source::Default]);
-    let reason = prop::option::of(select(vec![
-        FallbackReason::LowConfidence,
-        FallbackReason::ModelError,
-        FallbackReason::ModelTimeout,
-        FallbackReason::ModelUnavailable,
-        FallbackReason::OutOfDistribution,
-        FallbackReason::StaleSignals,
-        FallbackReason::Holdout,
-    ]));
-    let probs = prop::option::of(prop::array::uniform4(wild_f64()).prop_map(ProbabilityMap::from));
-    let shadow = prop::option::of((prop::option::of(action()), any::<bool>()).prop_map(
-        |(model_action, agree)| Shadow {
-            model_action,
-            agree,
-        },
-    ));
-    (
-        (action(), prop::option::of(wild_f64()), source, reason),
-        (
-            prop::option::of(text.clone()),
-            any::<u32>(),
-            probs,
-            any::<u64>(),
-        ),
-        (prop::option::of(text), shadow, prop::option::of(0..4usize)),
-    )
-        .prop_map(
-            |(
-                (action, confidence, source, fallback_reason),
-                (model_version, encoder_version, probabilities, decision_us),
-                (rule, shadow, top),
-            )| Decision {
-                // As the model writes it: the confidence is one of the probabilities.
-                confidence: match (top, probabilities) {
-                    (Some(k), Some(p)) => Some([p.route_a, p.route_b, p.route_c, p.reject][k]),
-                    _ => confidence,
-                },
-                action,
-                source,
-                fallback_reason,
-                model_version,
-                encoder_version,
-                probabilities,
-                decision_us,
-                rule,
-                shadow,
-            },
-        )
 }
 
 /// Any value of the `State` type, validated or not: NaN, infinities, out-of-range ids.
@@ -670,19 +609,27 @@ proptest! {
     }
 
     #[test]
-    fn decision_json_is_what_serde_json_writes(d in any_decision()) {
-        prop_assert_eq!(d.to_json(), serde_json::to_string(&d).unwrap());
+    fn texts_near_a_body_parse_or_name_the_problem(body in near_body(), default_hour in any::<u8>()) {
+        match State::from_body(body.as_bytes(), default_hour) {
+            Ok(st) => {
+                prop_assert!(st.request_type <= 5 && st.region_id <= 9 && st.hour <= 23);
+                prop_assert!(st.current_load.is_finite() && st.current_load >= 0.0);
+                prop_assert!((0.0..=1.0).contains(&st.recent_success_rate));
+                prop_assert!(st.queue_depth.is_finite() && st.queue_depth >= 0.0);
+            }
+            Err(e) => {
+                // Only malformed text and a body that is not an object go without a field.
+                let fieldless = matches!(e.code(), "invalid_json") || e.field().is_none() && e.code() == "invalid_type";
+                prop_assert!(e.field().is_some() || fieldless, "{}: {:?}", body, e);
+                if let Some(f) = e.field() {
+                    prop_assert!(f == "state" || f.starts_with("state.") || !f.contains('.'), "{}: {}", body, f);
+                }
+            }
+        }
     }
 
     #[test]
-    fn body_fast_path_agrees_with_the_value_path(body in near_body(), default_hour in any::<u8>()) {
-        let fast = State::from_body(body.as_bytes(), default_hour);
-        let reference = State::from_body_value(body.as_bytes(), default_hour);
-        prop_assert_eq!(fast, reference, "{}", body);
-    }
-
-    #[test]
-    fn fast_path_reads_decimals_as_the_standard_parser(
+    fn decimals_are_read_as_the_standard_parser_reads_them(
         s in valid_state(),
         d in decimal(),
         field in 2..5usize,
@@ -698,23 +645,13 @@ proptest! {
                 let got = [s.current_load, s.recent_success_rate, s.queue_depth][field - 2];
                 prop_assert_eq!(got.to_bits(), want.to_bits(), "{}", body);
             }
-            // Refused only when out of range, and then as the Value path refuses it.
+            // Refused only when out of range, naming the field.
             Err(e) => {
                 prop_assert!(want < 0.0 || (field == 3 && want > 1.0), "{} refused: {}", body, e);
-                prop_assert_eq!(Err(e), State::from_body_value(body.as_bytes(), 0));
+                let want = format!("state.{name}");
+                prop_assert_eq!(e.field(), Some(want.as_str()));
             }
         }
-    }
-
-    #[test]
-    fn bare_state_fast_path_agrees_with_the_value_path(body in near_body(), default_hour in any::<u8>()) {
-        // The envelope's inside, or the whole text: both are parsed as a bare state here.
-        let text = body.strip_prefix("{\"state\": ").and_then(|b| b.strip_suffix('}')).unwrap_or(&body);
-        let fast = State::parse_json(text, default_hour);
-        let reference = serde_json::from_str::<serde_json::Value>(text)
-            .map_err(|e| decider_core::StateError::from_serde(&e))
-            .and_then(|v| State::from_value(&v, default_hour));
-        prop_assert_eq!(fast, reference, "{}", text);
     }
 
     #[test]

@@ -1,21 +1,20 @@
-//! Edge routing, the pure parts: request → state fields, canary buckets, origins and
-//! failover, header hygiene, bearer tokens, signal snapshots (issue 4, DESIGN §7).
+//! Pure routing inputs: the request-type table, the region map, sticky canary buckets,
+//! the failover graph and the freshness of live backend signals.
 //!
-//! Everything here is a function of its arguments (no JS, no clock), so it is tested
-//! natively; [`crate::route`] and [`crate::signals`] do the I/O around it.
+//! Everything here is a function of its arguments (no clock, no I/O): the Worker reads the
+//! request, the environment and KV, and asks this module what they mean for the decision.
 
-use decider_core::{Action, Signals};
-use serde::Deserialize;
+use crate::actions::Action;
+use crate::state::{Signals, MAX_REQUEST_TYPE, NUM_REGIONS as REGIONS};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 /// The number of regions (`region_id` is `0..NUM_REGIONS`).
-const NUM_REGIONS: u8 = decider_core::state::NUM_REGIONS as u8;
-/// The largest request type.
-const MAX_REQUEST_TYPE: u8 = decider_core::state::MAX_REQUEST_TYPE;
+const NUM_REGIONS: u8 = REGIONS as u8;
 
 /// One entry of the request-type table: a path prefix, optionally restricted to methods.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TypeRoute {
     /// Methods this entry applies to (upper case); absent: every method.
@@ -29,7 +28,7 @@ pub struct TypeRoute {
 }
 
 /// The (method, path prefix) → request type table (`REQUEST_TYPES`), first hit wins.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RequestTypes {
     /// Type of a request no entry matches.
@@ -102,7 +101,7 @@ impl RequestTypes {
 }
 
 /// Country / continent → region map (`REGIONS`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Regions {
     /// Region of requests without location data (local dev) or with an unmapped one.
@@ -223,43 +222,6 @@ pub fn in_canary(key: &str, percent: u8) -> bool {
     canary_bucket(key) < percent.min(100)
 }
 
-/// Parses an origin base URL: absolute `http`/`https` with a host, no query or fragment.
-/// Returns it without a trailing slash, ready for [`target_url`].
-///
-/// # Errors
-/// A message saying what is wrong.
-pub fn parse_origin(s: &str) -> Result<String, String> {
-    let s = s.trim();
-    let rest = s
-        .strip_prefix("http://")
-        .or_else(|| s.strip_prefix("https://"))
-        .ok_or_else(|| format!("must be an http:// or https:// URL, got {s:?}"))?;
-    let host = rest.split('/').next().unwrap_or_default();
-    if host.is_empty() || host.contains('@') {
-        return Err(format!("must name a host (and no credentials), got {s:?}"));
-    }
-    if s.contains('?') || s.contains('#') {
-        return Err(format!("must not have a query or fragment, got {s:?}"));
-    }
-    Ok(s.trim_end_matches('/').to_string())
-}
-
-/// The upstream URL: the origin base followed by the request's path and query. The request
-/// never picks the host: only configured origins are ever contacted.
-pub fn target_url(origin: &str, path: &str, query: Option<&str>) -> String {
-    let mut url = String::with_capacity(origin.len() + path.len() + 16);
-    url.push_str(origin);
-    if !path.starts_with('/') {
-        url.push('/');
-    }
-    url.push_str(path);
-    if let Some(q) = query.filter(|q| !q.is_empty()) {
-        url.push('?');
-        url.push_str(q);
-    }
-    url
-}
-
 /// Where each routed action goes when its origin fails (`FAILOVER`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failover(pub BTreeMap<Action, Action>);
@@ -305,73 +267,6 @@ impl Failover {
     pub fn of(&self, a: Action) -> Option<Action> {
         self.0.get(&a).copied()
     }
-}
-
-/// Hop-by-hop headers (RFC 9110 §7.6.1): meaningful for one connection only, never forwarded.
-pub const HOP_BY_HOP: [&str; 9] = [
-    "connection",
-    "keep-alive",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-];
-
-/// Whether a client request header may be forwarded upstream: not hop-by-hop, not named
-/// by `Connection`, not `host` (the origin's is used), and not a client-sent
-/// `x-decision-*` (only the Worker speaks for the decision).
-pub fn forward_request_header(name: &str, connection: Option<&str>) -> bool {
-    let n = name.to_ascii_lowercase();
-    !(HOP_BY_HOP.contains(&n.as_str())
-        || n == "host"
-        || n.starts_with("x-decision-")
-        || named_by_connection(&n, connection))
-}
-
-/// Whether an upstream response header may be passed to the client: not hop-by-hop and
-/// not an `x-decision-*` (the Worker sets its own).
-pub fn forward_response_header(name: &str, connection: Option<&str>) -> bool {
-    let n = name.to_ascii_lowercase();
-    !(HOP_BY_HOP.contains(&n.as_str())
-        || n.starts_with("x-decision-")
-        || named_by_connection(&n, connection))
-}
-
-fn named_by_connection(lower_name: &str, connection: Option<&str>) -> bool {
-    connection.is_some_and(|c| {
-        c.split(',')
-            .any(|t| t.trim().eq_ignore_ascii_case(lower_name))
-    })
-}
-
-/// Whether a method is idempotent (RFC 9110 §9.2.2): only these are retried on failover.
-pub fn is_idempotent(method: &str) -> bool {
-    matches!(
-        method.to_ascii_uppercase().as_str(),
-        "GET" | "HEAD" | "OPTIONS" | "TRACE" | "PUT" | "DELETE"
-    )
-}
-
-/// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive).
-pub fn bearer_token(header: Option<&str>) -> Option<&str> {
-    let (scheme, token) = header?.trim().split_once(' ')?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
-}
-
-/// Compares two secrets in time that depends only on their lengths, not on where they
-/// first differ.
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = a.len() ^ b.len();
-    for i in 0..a.len().max(b.len()) {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0);
-        diff |= usize::from(x ^ y);
-    }
-    diff == 0
 }
 
 /// A signals snapshot as stored in KV: the three live fields and when the Worker stored
@@ -515,37 +410,6 @@ mod tests {
     }
 
     #[test]
-    fn origins() {
-        assert_eq!(
-            parse_origin("http://127.0.0.1:9001/").unwrap(),
-            "http://127.0.0.1:9001"
-        );
-        assert_eq!(
-            parse_origin("https://a.example/base/").unwrap(),
-            "https://a.example/base"
-        );
-        for bad in [
-            "ftp://x",
-            "127.0.0.1:9001",
-            "http://",
-            "http://u:p@x",
-            "http://x/?a=1",
-            "http://x/#f",
-        ] {
-            assert!(parse_origin(bad).is_err(), "{bad}");
-        }
-        assert_eq!(
-            target_url("http://127.0.0.1:9001", "/any/path", Some("q=1&r=2")),
-            "http://127.0.0.1:9001/any/path?q=1&r=2"
-        );
-        assert_eq!(
-            target_url("https://a.example/base", "/x", None),
-            "https://a.example/base/x"
-        );
-        assert_eq!(target_url("http://h", "/x", Some("")), "http://h/x");
-    }
-
-    #[test]
     fn failover_order() {
         let f = Failover::shipped();
         assert_eq!(f.of(Action::RouteA), Some(Action::RouteB));
@@ -557,68 +421,6 @@ mod tests {
         assert!(Failover::from_json(r#"{"route_a": "route_a"}"#).is_err());
         assert!(Failover::from_json(r#"{"route_a": "reject"}"#).is_err());
         assert!(Failover::from_json(r#"{"route_x": "route_a"}"#).is_err());
-    }
-
-    #[test]
-    fn header_hygiene() {
-        for h in [
-            "Connection",
-            "keep-alive",
-            "TE",
-            "transfer-encoding",
-            "upgrade",
-            "host",
-            "X-Decision-Action",
-            "x-decision-anything",
-        ] {
-            assert!(!forward_request_header(h, None), "{h}");
-        }
-        for h in [
-            "accept",
-            "x-custom",
-            "content-type",
-            "cookie",
-            "authorization",
-            "cf-connecting-ip",
-        ] {
-            assert!(forward_request_header(h, None), "{h}");
-        }
-        assert!(!forward_request_header(
-            "x-secret-hop",
-            Some("keep-alive, X-Secret-Hop")
-        ));
-        assert!(!forward_response_header("x-decision-source", None));
-        assert!(forward_response_header("set-cookie", None));
-        assert!(!forward_response_header("transfer-encoding", None));
-    }
-
-    #[test]
-    fn idempotent_methods() {
-        for m in ["GET", "head", "OPTIONS", "PUT", "DELETE"] {
-            assert!(is_idempotent(m), "{m}");
-        }
-        for m in ["POST", "PATCH", "CONNECT"] {
-            assert!(!is_idempotent(m), "{m}");
-        }
-    }
-
-    #[test]
-    fn bearer_tokens() {
-        assert_eq!(bearer_token(Some("Bearer abc")), Some("abc"));
-        assert_eq!(bearer_token(Some("bearer  abc ")), Some("abc"));
-        assert_eq!(bearer_token(Some("Basic abc")), None);
-        assert_eq!(bearer_token(Some("Bearer")), None);
-        assert_eq!(bearer_token(Some("Bearer ")), None);
-        assert_eq!(bearer_token(None), None);
-    }
-
-    #[test]
-    fn constant_time_comparison() {
-        assert!(constant_time_eq(b"s3cret", b"s3cret"));
-        assert!(!constant_time_eq(b"s3cret", b"s3creT"));
-        assert!(!constant_time_eq(b"s3cret", b"s3cre"));
-        assert!(!constant_time_eq(b"", b"x"));
-        assert!(constant_time_eq(b"", b""));
     }
 
     #[test]

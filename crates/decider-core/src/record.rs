@@ -1,0 +1,319 @@
+//! Decision records: the one JSON log line per decision that the Worker writes and that
+//! `decider report`, `decider ope` and `decider train --logs` read back.
+//!
+//! A record holds what a learner needs on its own: the state as decided, the action, the
+//! probability with which the serving policy chose it (`propensity`), who decided and why,
+//! the versions in force, the rollout arm, and for a routed request its outcome. A caller
+//! of `/v1/decide` reports its outcome later in an [`OutcomeRecord`] with the same
+//! `decision_id`; the logs are the event store and the two are joined offline.
+
+use crate::actions::Action;
+use crate::policy::{FallbackReason, ProbabilityMap, Shadow, Source};
+use crate::state::State;
+use serde::{Deserialize, Serialize};
+
+/// Schema version of [`Record`]; readers refuse other versions.
+pub const LOG_VERSION: u32 = 1;
+
+/// One log line of the event store.
+// Records are read and written one at a time, so the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Record {
+    /// A decision (both endpoints).
+    Decision(DecisionRecord),
+    /// An outcome reported for a decision by a `/v1/decide` caller.
+    Outcome(OutcomeRecord),
+}
+
+/// Which endpoint decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Endpoint {
+    /// `POST /v1/decide`: the caller routes by itself.
+    Decide,
+    /// Edge routing: the Worker proxied the request.
+    Route,
+}
+
+/// The rollout arm a decision belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arm {
+    /// Decided by the champion model's policy.
+    Champion,
+    /// Decided by the challenger model's policy.
+    Challenger,
+    /// Held out on rules (outside the canary share): the baseline the model is compared to.
+    Holdout,
+}
+
+impl Arm {
+    /// Wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arm::Champion => "champion",
+            Arm::Challenger => "challenger",
+            Arm::Holdout => "holdout",
+        }
+    }
+}
+
+/// One decision as logged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DecisionRecord {
+    /// [`LOG_VERSION`].
+    pub log_version: u32,
+    /// When, ISO-8601 UTC with milliseconds.
+    pub ts: String,
+    /// Unique id; `/v1/decide` callers quote it in their outcome.
+    pub decision_id: String,
+    /// The platform's request id (`cf-ray`), when present.
+    #[serde(default)]
+    pub request_id: Option<String>,
+    /// Which endpoint decided.
+    pub endpoint: Endpoint,
+    /// The state as decided, defaults filled in.
+    pub state: State,
+    /// The action taken.
+    pub action: Action,
+    /// Who decided.
+    pub source: Source,
+    /// Why the model did not decide.
+    #[serde(default)]
+    pub fallback_reason: Option<FallbackReason>,
+    /// The rule that decided, when rules decided.
+    #[serde(default)]
+    pub rule: Option<String>,
+    /// The model's confidence in its top action.
+    #[serde(default)]
+    pub confidence: Option<f64>,
+    /// The model's probabilities, when it gave them.
+    #[serde(default)]
+    pub probabilities: Option<ProbabilityMap>,
+    /// Probability with which the serving policy chose `action` (1 when deterministic).
+    pub propensity: f64,
+    /// Whether exploration replaced the policy's own action.
+    #[serde(default)]
+    pub explored: bool,
+    /// The model version consulted (or configured).
+    #[serde(default)]
+    pub model_version: Option<String>,
+    /// The rule table's version.
+    #[serde(default)]
+    pub rules_version: Option<String>,
+    /// Encoder version of the build that decided.
+    pub encoder_version: u32,
+    /// `embedded` or `workers-ai`.
+    pub backend: String,
+    /// The rollout arm.
+    pub arm: Arm,
+    /// Time spent deciding, µs.
+    #[serde(default)]
+    pub decision_us: u64,
+    /// Routed requests: what the origin did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<RouteOutcome>,
+    /// Routed requests: where the state came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<RequestInfo>,
+    /// Shadow mode: the model's action beside the rules'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<Shadow>,
+    /// Internal detail of a model failure (never sent to clients).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// Where a routed request's state came from, for reading a record on its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestInfo {
+    /// The request method.
+    pub method: String,
+    /// The client's country (`request.cf`), when known.
+    #[serde(default)]
+    pub country: Option<String>,
+    /// The client's continent, when known.
+    #[serde(default)]
+    pub continent: Option<String>,
+    /// Age of the signals snapshot, seconds, when there is one.
+    #[serde(default)]
+    pub signals_age_s: Option<f64>,
+    /// Why the signals are not usable, when they are not.
+    #[serde(default)]
+    pub signals_detail: Option<String>,
+}
+
+/// What became of a routed request at the origins.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RouteOutcome {
+    /// The origin that answered last (or was tried last), by action name.
+    #[serde(default)]
+    pub origin: Option<Action>,
+    /// That origin's status; 503 for a rejected request.
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// Time to the final response headers, ms, failover included.
+    #[serde(default)]
+    pub latency_ms: Option<f64>,
+    /// The failover target, when a failover was taken.
+    #[serde(default)]
+    pub failover: Option<Action>,
+    /// Why the request got no usable answer, when it did not.
+    #[serde(default)]
+    pub error: Option<ErrorKind>,
+    /// Every origin contacted, in order.
+    #[serde(default)]
+    pub attempts: Vec<Attempt>,
+}
+
+/// One request to one origin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// The origin, by action name.
+    pub origin: Action,
+    /// Its status, when it answered.
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// Why it gave no usable answer.
+    #[serde(default)]
+    pub error: Option<ErrorKind>,
+    /// Time to its response headers (or to the failure), ms.
+    #[serde(default)]
+    pub latency_ms: Option<f64>,
+}
+
+/// Why an origin gave no usable answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// No response headers within `ORIGIN_TIMEOUT_MS`.
+    Timeout,
+    /// The connection failed.
+    Connect,
+    /// A status that means the origin could not serve (502, 503, 504).
+    UpstreamStatus,
+    /// A response the proxy cannot relay (an informational or out-of-range status).
+    BadUpstream,
+    /// No origin is configured for the action.
+    NoOrigin,
+}
+
+/// An outcome reported by a caller of `/v1/decide`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutcomeRecord {
+    /// [`LOG_VERSION`].
+    pub log_version: u32,
+    /// When it was reported.
+    pub ts: String,
+    /// The decision it belongs to.
+    pub decision_id: String,
+    /// The caller's reward in `[0, 1]`.
+    #[serde(default)]
+    pub reward: Option<f64>,
+    /// The status the caller observed, when it reports no reward.
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// The latency the caller observed, ms.
+    #[serde(default)]
+    pub latency_ms: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decision() -> DecisionRecord {
+        DecisionRecord {
+            log_version: LOG_VERSION,
+            ts: "2026-12-02T10:00:00.000Z".into(),
+            decision_id: "0b0e6a8c-8a5e-4a49-9f6e-6c0e7f1d2a3b".into(),
+            request_id: Some("8f00e2e-LHR".into()),
+            endpoint: Endpoint::Route,
+            state: State {
+                request_type: 1,
+                region_id: 3,
+                current_load: 0.4,
+                recent_success_rate: 0.97,
+                queue_depth: 12.0,
+                hour: 14,
+            },
+            action: Action::RouteB,
+            source: Source::Model,
+            fallback_reason: None,
+            rule: None,
+            confidence: Some(0.97),
+            probabilities: Some(ProbabilityMap::from([0.01, 0.97, 0.01, 0.01])),
+            propensity: 1.0,
+            explored: false,
+            model_version: Some("gbdt-1".into()),
+            rules_version: Some("default-1".into()),
+            encoder_version: 1,
+            backend: "embedded".into(),
+            arm: Arm::Champion,
+            decision_us: 0,
+            outcome: Some(RouteOutcome {
+                origin: Some(Action::RouteC),
+                status: Some(200),
+                latency_ms: Some(12.5),
+                failover: Some(Action::RouteC),
+                error: None,
+                attempts: vec![
+                    Attempt {
+                        origin: Action::RouteB,
+                        status: Some(503),
+                        error: Some(ErrorKind::UpstreamStatus),
+                        latency_ms: Some(3.0),
+                    },
+                    Attempt {
+                        origin: Action::RouteC,
+                        status: Some(200),
+                        error: None,
+                        latency_ms: Some(9.5),
+                    },
+                ],
+            }),
+            request: None,
+            shadow: None,
+            detail: None,
+        }
+    }
+
+    #[test]
+    fn records_round_trip_with_the_event_tag() {
+        let r = Record::Decision(decision());
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(
+            text.starts_with(r#"{"event":"decision","log_version":1,"#),
+            "{text}"
+        );
+        assert!(text.len() < 1024, "{} bytes", text.len());
+        assert_eq!(serde_json::from_str::<Record>(&text).unwrap(), r);
+        let o = Record::Outcome(OutcomeRecord {
+            log_version: 1,
+            ts: "t".into(),
+            decision_id: "d".into(),
+            reward: Some(0.5),
+            status: None,
+            latency_ms: None,
+        });
+        let text = serde_json::to_string(&o).unwrap();
+        assert_eq!(serde_json::from_str::<Record>(&text).unwrap(), o);
+    }
+
+    #[test]
+    fn readers_ignore_unknown_keys_and_take_absent_optionals() {
+        let text = r#"{"event":"decision","log_version":1,"ts":"t","decision_id":"d","endpoint":"decide",
+          "state":{"request_type":0,"region_id":0,"current_load":0,"recent_success_rate":1,"queue_depth":0,"hour":0},
+          "action":"reject","source":"rules","propensity":1,"encoder_version":1,"backend":"embedded",
+          "arm":"holdout","something_new":[1,2]}"#;
+        let Record::Decision(d) = serde_json::from_str::<Record>(text).unwrap() else {
+            panic!("not a decision");
+        };
+        assert_eq!(
+            (d.action, d.arm, d.outcome),
+            (Action::Reject, Arm::Holdout, None)
+        );
+    }
+}

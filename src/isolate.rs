@@ -1,0 +1,191 @@
+//! What an isolate derives once from its environment: the checked configuration and the
+//! decider it serves with.
+//!
+//! Vars and bindings do not change within an isolate, and workerd hands every request the
+//! same `env` object, so this is built on the first request and kept; an `env` object never
+//! seen before (a test harness, another environment) builds it anew.
+
+use crate::config::{BackendKind, Config};
+use decider_core::{Decider, Model, ModelSource};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::{Arc, OnceLock};
+use wasm_bindgen::JsValue;
+use worker::Env;
+
+/// The model artifact, copied into `OUT_DIR` by build.rs after the same validation.
+const ARTIFACT_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/decision-model.json"));
+
+static EMBEDDED: OnceLock<Result<Arc<Model>, String>> = OnceLock::new();
+
+/// The embedded model, parsed and validated on first use and kept for the isolate's life.
+///
+/// # Errors
+/// Why the artifact was refused (reported by `/v1/health`; decisions fall back to rules).
+pub fn embedded() -> Result<&'static Arc<Model>, &'static str> {
+    match EMBEDDED.get_or_init(|| load_artifact(ARTIFACT_JSON)) {
+        Ok(m) => Ok(m),
+        Err(e) => Err(e.as_str()),
+    }
+}
+
+/// Parses an artifact, turning a refusal into the message `/v1/health` shows.
+fn load_artifact(text: &str) -> Result<Arc<Model>, String> {
+    Model::from_json(text)
+        .map(Arc::new)
+        .map_err(|e| format!("embedded artifact refused: {e}"))
+}
+
+/// The configuration and decider of an isolate.
+#[derive(Debug)]
+pub struct Isolate {
+    /// The checked configuration.
+    pub cfg: Config,
+    /// The one decision path.
+    pub decider: Decider,
+    /// The Workers AI binding, when the backend uses it.
+    pub ai: Option<worker::Ai>,
+    /// The Analytics Engine dataset, when bound.
+    pub analytics: Option<worker::AnalyticsEngineDataset>,
+}
+
+impl Isolate {
+    /// Reads every variable, resolves the model backend against the bindings, and builds
+    /// the decider.
+    fn new(env: &Env) -> Isolate {
+        let cfg = Config::from_vars(|name| raw_var(env, name));
+        let (model, ai) = match cfg.backend {
+            BackendKind::Embedded => match embedded() {
+                Ok(m) => (ModelSource::Local(Arc::clone(m)), None),
+                Err(e) => (ModelSource::Unavailable(e.to_string()), None),
+            },
+            BackendKind::WorkersAi if cfg.ai_model.is_empty() => {
+                (ModelSource::Unavailable("AI_MODEL is not set".into()), None)
+            }
+            BackendKind::WorkersAi => match env.ai("AI") {
+                Ok(ai) => (
+                    ModelSource::Remote {
+                        name: cfg.ai_model.clone(),
+                        threshold: embedded().ok().map(|m| m.threshold()),
+                    },
+                    Some(ai),
+                ),
+                Err(e) => (
+                    ModelSource::Unavailable(format!("no usable AI binding: {e}")),
+                    None,
+                ),
+            },
+        };
+        let decider = Decider::new(model, cfg.rules.clone(), cfg.params());
+        Isolate {
+            cfg,
+            decider,
+            ai,
+            analytics: crate::analytics::dataset(env),
+        }
+    }
+
+    /// Whether an `Authorization: Bearer …` header carries the admin token.
+    pub fn is_admin(&self, authorization: Option<&str>) -> bool {
+        let given = bearer_token(authorization).unwrap_or_default();
+        self.cfg.admin_token.as_ref().is_some_and(|t| {
+            !given.is_empty() && constant_time_eq(given.as_bytes(), t.0.as_bytes())
+        })
+    }
+}
+
+thread_local! {
+    /// The isolate's setup, with the `env` object it was derived from.
+    static CURRENT: RefCell<Option<(JsValue, Rc<Isolate>)>> = const { RefCell::new(None) };
+}
+
+/// The setup for `env`: kept from an earlier request with the same `env` object, else built.
+pub fn get(env: &Env) -> Rc<Isolate> {
+    let kept = CURRENT.with(|c| {
+        c.borrow()
+            .as_ref()
+            .filter(|(seen, _)| js_sys::Object::is(seen, env))
+            .map(|(_, i)| Rc::clone(i))
+    });
+    if let Some(i) = kept {
+        return i;
+    }
+    let built = Rc::new(Isolate::new(env));
+    let key: &JsValue = env.as_ref();
+    CURRENT.with(|c| *c.borrow_mut() = Some((key.clone(), Rc::clone(&built))));
+    built
+}
+
+/// A variable's value as text: strings as they are, other JSON values (a TOML table in
+/// `[vars]`, a number) serialised.
+fn raw_var(env: &Env, name: &str) -> Option<String> {
+    let v = js_sys::Reflect::get(env, &JsValue::from_str(name)).ok()?;
+    if v.is_undefined() || v.is_null() {
+        return None;
+    }
+    if let Some(s) = v.as_string() {
+        return Some(s);
+    }
+    js_sys::JSON::stringify(&v).ok().and_then(|s| s.as_string())
+}
+
+/// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive).
+pub fn bearer_token(header: Option<&str>) -> Option<&str> {
+    let (scheme, token) = header?.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// Compares two secrets in time that depends only on their lengths, not on where they
+/// first differ.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for i in 0..a.len().max(b.len()) {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0);
+        diff |= usize::from(x ^ y);
+    }
+    diff == 0
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_artifact_loads() {
+        let m = embedded().unwrap();
+        assert!(!m.version().is_empty());
+        assert!((0.0..=1.0).contains(&m.threshold()));
+    }
+
+    #[test]
+    fn refused_artifact_is_reported_not_fatal() {
+        let mut v: serde_json::Value = serde_json::from_str(ARTIFACT_JSON).unwrap();
+        v["actions"] = serde_json::json!(["route_b", "route_a", "route_c", "reject"]);
+        let e = load_artifact(&v.to_string()).unwrap_err();
+        assert!(e.starts_with("embedded artifact refused: "), "{e}");
+        assert!(e.contains("action list"), "{e}");
+        assert!(load_artifact("not json").is_err());
+    }
+
+    #[test]
+    fn bearer_tokens() {
+        assert_eq!(bearer_token(Some("Bearer abc")), Some("abc"));
+        assert_eq!(bearer_token(Some("bearer  abc ")), Some("abc"));
+        assert_eq!(bearer_token(Some("Basic abc")), None);
+        assert_eq!(bearer_token(Some("Bearer")), None);
+        assert_eq!(bearer_token(Some("Bearer ")), None);
+        assert_eq!(bearer_token(None), None);
+    }
+
+    #[test]
+    fn constant_time_comparison() {
+        assert!(constant_time_eq(b"s3cret", b"s3cret"));
+        assert!(!constant_time_eq(b"s3cret", b"s3creT"));
+        assert!(!constant_time_eq(b"s3cret", b"s3cre"));
+        assert!(!constant_time_eq(b"", b"x"));
+        assert!(constant_time_eq(b"", b""));
+    }
+}
