@@ -16,6 +16,23 @@ ENV ?=
 
 CARGO_BIN := $(or $(CARGO_HOME),$(HOME)/.cargo)/bin
 export PATH := $(CARGO_BIN):$(PATH)
+
+# Node. wrangler, miniflare and vitest need Node >= NODE_MIN. When the node on PATH is older
+# (or missing), the set-up brings Node NODE_VERSION into .tools/ from the npm registry (the
+# node-linux-<arch> package carries the binary itself; its tarball integrity is pinned below)
+# and puts it first on PATH, so every recipe, npm, npx, wrangler, vitest and wrangler's
+# [build] command run under it. A recursive make then finds that node and keeps the PATH.
+NODE_VERSION := 22.23.5
+NODE_MIN := 22.12
+NODE_INTEGRITY_x64 := sha512-3jhC+wcoWxKZxcRqF2sUSl0c9HEXFnur/nuIPx6O6CWKV0jOUWQm7Htw5SuXqqlMCEhi0cJqybFPEb5hhcBiMw==
+NODE_INTEGRITY_arm64 := sha512-e1LOUGKVruPGuLVutn8+Cgm5pI1APm4Kvh+zbb/qe/ZpD9s+TQby5iUgZOWmPpbSKpj0Td8DP1N0NEnXasHizg==
+NODE_OK := $(shell node -e 'const v = process.versions.node.split(".").map(Number), m = "$(NODE_MIN)".split(".").map(Number); process.exit(v[0] > m[0] || (v[0] === m[0] && v[1] >= m[1]) ? 0 : 1)' >/dev/null 2>&1 && echo yes)
+ifneq ($(NODE_OK),yes)
+NODE_ARCH := $(patsubst x86_64,x64,$(patsubst aarch64,arm64,$(shell uname -m)))
+NODE_HOME := $(CURDIR)/.tools/node-v$(NODE_VERSION)-linux-$(NODE_ARCH)
+NODE_RUNTIME := $(NODE_HOME)/bin/node
+export PATH := $(NODE_HOME)/bin:$(PATH)
+endif
 export CARGO_TERM_COLOR ?= auto
 export WRANGLER_SEND_METRICS := false
 WRANGLER := node_modules/.bin/wrangler
@@ -24,13 +41,14 @@ WRANGLER := node_modules/.bin/wrangler
 WORKER_INPUTS := Cargo.toml Cargo.lock build.rs model/decision-model.json rules/default.json \
 	$(shell find src crates/decider-core/src crates/decider-core/Cargo.toml -type f 2>/dev/null)
 
-.PHONY: help setup tools node dev build test fmt clippy cargo-test doc cli e2e deploy size skew clean
+.PHONY: help setup tools node node-runtime env dev build test fmt clippy cargo-test doc cli e2e deploy size skew clean
 
 help:
 	@echo "make dev     set up what is missing, build, and serve on 127.0.0.1:\$$PORT (default 8787); DEV_ARGS go to wrangler dev"
 	@echo "make test    set up, then fmt, clippy, cargo test, cargo doc, wasm build, end-to-end tests in workerd"
 	@echo "make deploy  wrangler deploy (ENV=workers-ai for the Workers AI environment)"
 	@echo "make size    raw and gzip size of the built wasm"
+	@echo "make env     print the PATH line that puts the Makefile's Node first (eval \"\$$(make -s env)\")"
 
 ## ---- set-up (idempotent) ----------------------------------------------------
 
@@ -49,9 +67,37 @@ tools:
 
 node: node_modules/.package-lock.json
 
-node_modules/.package-lock.json: package.json package-lock.json
+node_modules/.package-lock.json: package.json package-lock.json | node-runtime
 	npm ci --no-audit --no-fund
 	@touch $@
+
+# Nothing to do when the node on PATH is new enough (NODE_RUNTIME is then empty).
+node-runtime: $(NODE_RUNTIME)
+
+ifneq ($(NODE_RUNTIME),)
+# npm pack runs under the older node; it checks the tarball against the registry's integrity,
+# and this against the pinned one. Unpacked next to its final place and renamed last, so an
+# interrupted install leaves nothing that looks installed.
+$(NODE_RUNTIME):
+	@if [[ "$$(uname -s)" != Linux || ! "$(NODE_ARCH)" =~ ^(x64|arm64)$$ ]]; then \
+		echo "Node >= $(NODE_MIN) is needed and there is no pinned Node for $$(uname -sm): install it and retry" >&2; exit 1; \
+	fi
+	@command -v npm >/dev/null || { echo "Node >= $(NODE_MIN) is needed; bringing it needs npm, which is missing" >&2; exit 1; }
+	@echo "node $$(node --version 2>/dev/null || echo '(none)') is older than $(NODE_MIN): installing Node $(NODE_VERSION) into .tools/" >&2
+	@mkdir -p .tools; tmp=$$(mktemp -d .tools/.node-install.XXXXXX); trap 'rm -rf "$$tmp"' EXIT; \
+	integrity=$$(npm pack --json --pack-destination "$$tmp" node-linux-$(NODE_ARCH)@$(NODE_VERSION) | node -e 'let s = ""; process.stdin.on("data", (c) => (s += c)).on("end", () => console.log(JSON.parse(s)[0].integrity))'); \
+	if [[ "$$integrity" != "$(NODE_INTEGRITY_$(NODE_ARCH))" ]]; then \
+		echo "node-linux-$(NODE_ARCH)@$(NODE_VERSION): integrity $$integrity, expected $(NODE_INTEGRITY_$(NODE_ARCH))" >&2; exit 1; \
+	fi; \
+	tar -xzf "$$tmp"/node-linux-$(NODE_ARCH)-$(NODE_VERSION).tgz -C "$$tmp"; \
+	[[ "$$("$$tmp/package/bin/node" --version)" == v$(NODE_VERSION) ]]; \
+	rm -rf .tools/node-v*; mv "$$tmp/package" $(NODE_HOME)
+	@echo "node $$(node --version) from $(NODE_HOME)/bin" >&2
+endif
+
+# For running npx/wrangler by hand under the Makefile's Node: eval "$$(make -s env)".
+env: node-runtime
+	@echo 'export PATH="$(if $(NODE_RUNTIME),$(NODE_HOME)/bin:)$(CARGO_BIN):$$PATH"'
 
 ## ---- build --------------------------------------------------------------------
 

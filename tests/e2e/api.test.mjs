@@ -1,7 +1,7 @@
 // POST /v1/decide, GET /v1/health and the error surface, on the embedded model.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import {
-  ACTIONS, EXAMPLE_STATE, checkDecisionShape, readJson, rng, startWorker,
+  ACTIONS, COMPAT_DATE, EXAMPLE_STATE, checkDecisionShape, readJson, rng, startWorker,
 } from "./helpers.mjs";
 
 const ARTIFACT = readJson("model/decision-model.json");
@@ -140,7 +140,7 @@ describe("POST /v1/decide", () => {
       return new Response(JSON.stringify({ status: r.status, body: await r.json() }));
     } }`;
     const lw = await startWorker({
-      workers: [{ name: "caller", modules: true, script: caller, compatibilityDate: "2026-04-20", serviceBindings: { DECIDER: "decider" } }],
+      workers: [{ name: "caller", modules: true, script: caller, compatibilityDate: COMPAT_DATE, serviceBindings: { DECIDER: "decider" } }],
     });
     try {
       const callerFetch = await lw.mf.getWorker("caller");

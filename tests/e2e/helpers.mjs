@@ -7,7 +7,12 @@ import path from "node:path";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const ACTIONS = ["route_a", "route_b", "route_c", "reject"];
-export const COMPAT_DATE = "2026-04-20";
+// The date wrangler.toml ships with, so the tests run the Worker as `wrangler deploy` would.
+export const COMPAT_DATE = (() => {
+  const m = /^compatibility_date\s*=\s*"(\d{4}-\d{2}-\d{2})"/m.exec(readFileSync(path.join(ROOT, "wrangler.toml"), "utf8"));
+  if (!m) throw new Error('wrangler.toml: no compatibility_date = "YYYY-MM-DD" line');
+  return m[1];
+})();
 
 export function readJson(rel) {
   return JSON.parse(readFileSync(path.join(ROOT, rel), "utf8"));
