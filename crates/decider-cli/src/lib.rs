@@ -10,10 +10,12 @@
 //! - [`metrics`]: accuracy, confusion, ECE, accuracy–coverage curves, system accuracy.
 //! - [`report`]: model card (markdown) and curve (SVG).
 //! - [`serve`]: the decision path shared by `decide` and `eval` (policy from decider-core).
+//! - [`loadtest`]: the open-loop HTTP load generator behind `decider loadtest`.
 #![deny(missing_docs)]
 
 pub mod dataset;
 pub mod gbdt;
+pub mod loadtest;
 pub mod metrics;
 pub mod report;
 pub mod rng;
