@@ -56,19 +56,13 @@ CARGO_TARGET_DIR="$TARGET/bench-wasm-micro" cargo build --release --target wasm3
   --manifest-path bench/wasm-micro/Cargo.toml
 MICRO_WASM="$TARGET/bench-wasm-micro/wasm32-unknown-unknown/release/decider_wasm_micro.wasm"
 
-# The load generator: `decider loadtest` once the subcommand is wired into the CLI; until
-# then bench/loadtest-bin, a stand-alone build of the same module.
+# The load generator: `decider loadtest`. The scripts below take one executable, so a
+# two-line wrapper (bench/.loadtest, not committed) supplies the subcommand.
 cargo build --release -p decider-cli
-if "$TARGET/release/decider" loadtest --help >/dev/null 2>&1; then
-  LOADTEST="$ROOT/bench/.loadtest"
-  printf '#!/bin/sh\nexec "%s" loadtest "$@"\n' "$TARGET/release/decider" > "$LOADTEST"
-  chmod +x "$LOADTEST"
-  loadtest_cmd="decider loadtest"
-else
-  CARGO_TARGET_DIR="$TARGET/bench-loadtest" cargo build --release --manifest-path bench/loadtest-bin/Cargo.toml
-  LOADTEST="$TARGET/bench-loadtest/release/loadtest"
-  loadtest_cmd="bench/loadtest-bin (crates/decider-cli/src/loadtest.rs built stand-alone)"
-fi
+LOADTEST="$ROOT/bench/.loadtest"
+printf '#!/bin/sh\nexec "%s" loadtest "$@"\n' "$TARGET/release/decider" > "$LOADTEST"
+chmod +x "$LOADTEST"
+loadtest_cmd="decider loadtest"
 
 OHA=.tools/bin/oha
 if [[ "$("$OHA" --version 2>/dev/null)" != *"$OHA_VERSION"* ]]; then

@@ -9,10 +9,12 @@
 //! - [`train`]: training pipeline — split, fit, early stop, calibrate, pick the threshold, write.
 //! - [`metrics`]: accuracy, confusion, ECE, accuracy–coverage curves, system accuracy.
 //! - [`report`]: model card (markdown) and curve (SVG).
+//! - [`loadtest`]: the open-loop HTTP load generator behind `decider loadtest`.
 #![deny(missing_docs)]
 
 pub mod dataset;
 pub mod gbdt;
+pub mod loadtest;
 pub mod metrics;
 pub mod report;
 pub mod rng;

@@ -5,6 +5,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use decider_cli::dataset;
 use decider_cli::gbdt::GbdtParams;
+use decider_cli::loadtest;
 use decider_cli::metrics::{evaluate, Evaluation};
 use decider_cli::report;
 use decider_cli::simulate::{simulate, SimOptions, LABEL_NOISE};
@@ -18,8 +19,6 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
-
-mod loadtest;
 
 #[derive(Parser)]
 #[command(name = "decider", version, about = "Train, evaluate and exercise the edge-decider routing model", long_about = None)]

@@ -8,9 +8,7 @@
 //!   loop: one thread wake-up per request.
 //! - Elsewhere (or where a timerfd cannot be made) a timer thread sleeps to each send time
 //!   and hands it to the runtime over a channel: two wake-ups per request, the runtime
-//!   thread's queued behind the timer thread's. At 200/s on a 2-core machine running workerd
-//!   and another generator, the median request started 0.14–0.18 ms late with the timer
-//!   thread and 0.09–0.10 ms late with the timerfd (calm rounds, alternating).
+//!   thread's queued behind the timer thread's, so requests start later.
 //!
 //! tokio's own timer is not used: its wheel has 1 ms granularity, which would bunch requests
 //! at high rates and add up to 1 ms to every latency measured from the schedule.
@@ -197,7 +195,7 @@ mod fd {
             let now = Instant::now();
             if at > now {
                 if let Err(_e) = self.sleep(at - now).await {
-                    // A timerfd that failed after it was made (not seen): keep the schedule
+                    // A timerfd that fails after it was made: keep the schedule
                     // with tokio's coarser timer rather than abort the run.
                     tokio::time::sleep_until(at.into()).await;
                 }
