@@ -39,6 +39,12 @@
 //! - **i.i.d. samples, stationarity**: decisions do not change the states of later requests,
 //!   and the reward function did not drift during the logging window.
 //!
+//! # Use
+//! A serving configuration is deterministic, so the candidate is a one-hot target:
+//! `evaluate(&samples, &|s: &State| one_hot(decider.decide(s).action), &OpeOptions::default())`
+//! with [`crate::serve::Decider`] built from the candidate model and rule table; the report
+//! serialises to the JSON `decider ope --json` prints.
+//!
 //! # Layout
 //! - [`estimators`]: the formulas above on per-sample rows.
 //! - [`reward_model`]: the per-action reward models and cross-fitting.
