@@ -8,6 +8,8 @@
 //! - [`gbdt`]: histogram gradient-boosted trees (multiclass softmax), the model family.
 //! - [`train`]: training pipeline — split, fit, early stop, calibrate, pick the threshold, write.
 //! - [`metrics`]: accuracy, confusion, ECE, accuracy–coverage curves, system accuracy.
+//! - [`ope`]: off-policy evaluation of a candidate policy on logged decisions (IPS, SNIPS, DR),
+//!   and the labelling step of training from logs.
 //! - [`report`]: model card (markdown) and curve (SVG).
 //! - [`loadtest`]: the open-loop HTTP load generator behind `decider loadtest`.
 #![deny(missing_docs)]
@@ -16,6 +18,7 @@ pub mod dataset;
 pub mod gbdt;
 pub mod loadtest;
 pub mod metrics;
+pub mod ope;
 pub mod report;
 pub mod rng;
 pub mod simulate;
