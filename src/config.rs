@@ -7,7 +7,7 @@
 //! runs once per isolate.
 
 use decider_core::routing::{CanaryKey, Failover, Regions, RequestTypes};
-use decider_core::{Action, RuleTable, Threshold, ACTIONS, DEFAULT_RULES_JSON};
+use decider_core::{Action, Explore, RuleTable, Threshold, ACTIONS, DEFAULT_RULES_JSON};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -94,6 +94,8 @@ pub struct Config {
     pub ood_check: bool,
     /// Shadow mode (`SHADOW`).
     pub shadow: bool,
+    /// Exploration on model-decided traffic (`EXPLORE_PERCENT`).
+    pub explore: Explore,
     /// Test endpoints under `/v1/debug/` (`DEBUG_ENDPOINTS`).
     pub debug_endpoints: bool,
     /// Method and path → request type (`REQUEST_TYPES`).
@@ -118,6 +120,8 @@ pub struct Config {
     pub canary_key: CanaryKey,
     /// Bearer token of the admin endpoints (`ADMIN_TOKEN`, a secret).
     pub admin_token: Option<Secret>,
+    /// Bearer token of `POST /v1/outcome` (`OUTCOME_TOKEN`, a secret).
+    pub outcome_token: Option<Secret>,
     /// Invalid variables, each replaced by its default.
     pub errors: Vec<ConfigIssue>,
 }
@@ -136,6 +140,7 @@ impl Default for Config {
             rules_source: RulesSource::Default,
             ood_check: true,
             shadow: false,
+            explore: Explore::OFF,
             debug_endpoints: false,
             request_types: RequestTypes::shipped(),
             regions: Regions::shipped(),
@@ -148,6 +153,7 @@ impl Default for Config {
             canary_percent: 100,
             canary_key: CanaryKey::ClientIp,
             admin_token: None,
+            outcome_token: None,
             errors: Vec::new(),
         }
     }
@@ -293,6 +299,18 @@ pub const VARS: &[Var] = &[
         value: |c| json!(c.shadow),
     },
     Var {
+        name: "EXPLORE_PERCENT",
+        default: "0",
+        description: "share of model-decided traffic whose action is drawn uniformly from the route actions, 0..=20 (never `reject`, never rules); the logged `propensity` says how each action was chosen",
+        visibility: Visibility::Public,
+        parse: |s, c| {
+            let percent = s.parse::<f64>().map_err(|_| "must be a number 0..=20".to_string())?;
+            c.explore = Explore::from_percent(percent).map_err(|_| "must be a number 0..=20")?;
+            Ok(())
+        },
+        value: |c| json!(c.explore.probability() * 100.0),
+    },
+    Var {
         name: "DEBUG_ENDPOINTS",
         default: "false",
         description: "enables `POST /v1/debug/encode` and `POST /v1/debug/trap` (tests only)",
@@ -416,6 +434,17 @@ pub const VARS: &[Var] = &[
         },
         value: |c| json!(c.admin_token.is_some()),
     },
+    Var {
+        name: "OUTCOME_TOKEN",
+        default: "— (secret)",
+        description: "bearer token of `POST /v1/outcome` (`ADMIN_TOKEN` works there too); unset: only the admin token",
+        visibility: Visibility::Secret,
+        parse: |s, c| {
+            c.outcome_token = Some(Secret(s.to_string()));
+            Ok(())
+        },
+        value: |c| json!(c.outcome_token.is_some()),
+    },
 ];
 
 /// An integer in `lo..=hi`.
@@ -515,6 +544,7 @@ impl Config {
             default_action: self.default_action,
             ood_check: self.ood_check,
             shadow: self.shadow,
+            explore: self.explore,
         }
     }
 

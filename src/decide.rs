@@ -10,6 +10,7 @@ use crate::error::ApiError;
 use crate::http;
 use crate::isolate::Isolate;
 use crate::log;
+use decider_core::decider::draw_from_id;
 use decider_core::record::{Arm, DecisionRecord, Endpoint, LOG_VERSION};
 use decider_core::{Decision, Gates, State};
 use worker::{Request, Response};
@@ -54,8 +55,11 @@ pub async fn decide(iso: &Isolate, state: &State, gates: Gates, ctx: Context) ->
         }
         _ => (None, None),
     };
-    let mut d = iso.decider.decide_with(state, gates, remote);
-    d.decision_us = clock::elapsed_us(started);
+    let mut greedy = iso.decider.decide_with(state, gates, remote);
+    greedy.decision_us = clock::elapsed_us(started);
+    let decision_id = log::new_decision_id();
+    let served = iso.decider.serve(greedy, draw_from_id(&decision_id));
+    let d = served.decision;
     // A decision that needed an unavailable model says why in its record.
     let needed = decider_core::policy::model_needed(gates, iso.decider.policy());
     let detail = detail.or_else(|| match iso.decider.model() {
@@ -65,7 +69,7 @@ pub async fn decide(iso: &Isolate, state: &State, gates: Gates, ctx: Context) ->
     let record = DecisionRecord {
         log_version: LOG_VERSION,
         ts: clock::iso_from_ms(clock::now_ms()),
-        decision_id: log::new_decision_id(),
+        decision_id,
         request_id: ctx.request_id.as_deref().map(log::clip),
         endpoint: ctx.endpoint,
         state: *state,
@@ -75,8 +79,8 @@ pub async fn decide(iso: &Isolate, state: &State, gates: Gates, ctx: Context) ->
         rule: d.rule.clone(),
         confidence: d.confidence,
         probabilities: d.probabilities,
-        propensity: 1.0,
-        explored: false,
+        propensity: served.propensity,
+        explored: served.explored,
         model_version: d.model_version.clone(),
         rules_version: iso.decider.rules().map(|r| r.version().to_string()),
         encoder_version: d.encoder_version,

@@ -37,6 +37,7 @@ pub fn report(iso: &Isolate, signals: &Current, now_ms: f64) -> Value {
         "default_action": cfg.default_action,
         "ood_check": cfg.ood_check,
         "shadow": cfg.shadow,
+        "explore_percent": cfg.explore.probability() * 100.0,
         "config": cfg.values(true),
         "config_errors": cfg.errors.iter()
             .map(|e| json!({"var": e.var, "message": e.message}))

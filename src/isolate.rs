@@ -5,7 +5,7 @@
 //! same `env` object, so this is built on the first request and kept; an `env` object never
 //! seen before (a test harness, another environment) builds it anew.
 
-use crate::config::{BackendKind, Config};
+use crate::config::{BackendKind, Config, Secret};
 use decider_core::{Decider, Model, ModelSource};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -87,10 +87,18 @@ impl Isolate {
 
     /// Whether an `Authorization: Bearer …` header carries the admin token.
     pub fn is_admin(&self, authorization: Option<&str>) -> bool {
-        let given = bearer_token(authorization).unwrap_or_default();
-        self.cfg.admin_token.as_ref().is_some_and(|t| {
-            !given.is_empty() && constant_time_eq(given.as_bytes(), t.0.as_bytes())
-        })
+        self.accepts(bearer_token(authorization), &[&self.cfg.admin_token])
+    }
+
+    /// Whether `given` equals one of the configured `tokens`, compared in constant time.
+    /// An unset token accepts nothing.
+    pub fn accepts(&self, given: Option<&str>, tokens: &[&Option<Secret>]) -> bool {
+        let given = given.unwrap_or_default();
+        !given.is_empty()
+            && tokens.iter().any(|t| {
+                t.as_ref()
+                    .is_some_and(|t| constant_time_eq(given.as_bytes(), t.0.as_bytes()))
+            })
     }
 }
 

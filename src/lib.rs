@@ -12,6 +12,7 @@
 //! - [`ai`]: the Workers AI backend.
 //! - [`route`], [`proxy`], [`signals`]: edge routing, proxying with failover, KV signals and
 //!   the admin endpoint.
+//! - [`outcome`]: `POST /v1/outcome`, outcomes reported by `/v1/decide` callers.
 //! - [`health`]: the `/v1/health` document.
 //! - [`http`], [`error`]: bounded body reads, JSON responses, the one mapping from errors to
 //!   HTTP statuses.
@@ -20,6 +21,7 @@
 //! # Routes
 //! - `POST /v1/decide` — `{"state": {…}}` → decision JSON and `x-decision-*` headers.
 //! - `GET /v1/health` — model, versions, threshold, rules, routing, configuration errors.
+//! - `POST /v1/outcome` — a `/v1/decide` caller's outcome for a decision (bearer token).
 //! - `PUT|GET /v1/admin/signals` — store / show backend signals (bearer `ADMIN_TOKEN`).
 //! - `POST /v1/debug/encode`, `POST /v1/debug/trap` — test endpoints, only with
 //!   `DEBUG_ENDPOINTS=true`.
@@ -35,6 +37,7 @@ pub mod health;
 pub mod http;
 pub mod isolate;
 pub mod log;
+pub mod outcome;
 pub mod proxy;
 pub mod route;
 pub mod signals;
@@ -93,6 +96,10 @@ async fn route(mut req: Request, env: &Env, iso: &Isolate) -> worker::Result<Res
         "/v1/health" => match method {
             Method::Get | Method::Head => health(env, iso).await,
             m => Err(ApiError::method_not_allowed(m.as_ref(), "GET, HEAD")),
+        },
+        "/v1/outcome" => match method {
+            Method::Post => outcome::handle(&mut req, iso).await,
+            m => Err(ApiError::method_not_allowed(m.as_ref(), "POST")),
         },
         "/v1/admin/signals" => signals::admin(&mut req, env, iso).await,
         "/v1/debug/encode" if iso.cfg.debug_endpoints => match method {

@@ -8,7 +8,7 @@
 use crate::actions::Action;
 use crate::model::Model;
 use crate::output::ModelOutcome;
-use crate::policy::{self, Decision, Gates, Inputs, PolicyConfig, Threshold};
+use crate::policy::{self, Decision, Gates, Inputs, PolicyConfig, Source, Threshold};
 use crate::rules::RuleTable;
 use crate::state::State;
 use std::sync::Arc;
@@ -66,6 +66,8 @@ pub struct Params {
     pub ood_check: bool,
     /// Shadow mode: rules decide, the model's action is recorded.
     pub shadow: bool,
+    /// Exploration on model-decided traffic (off by default).
+    pub explore: Explore,
 }
 
 impl Default for Params {
@@ -75,8 +77,79 @@ impl Default for Params {
             default_action: Action::RouteA,
             ood_check: true,
             shadow: false,
+            explore: Explore::OFF,
         }
     }
+}
+
+/// The share of model-decided traffic whose action is drawn uniformly from the route actions
+/// instead of taken greedily, checked when made: `0..=`[`Explore::MAX_PERCENT`] percent.
+///
+/// Exploration is how logs come to hold outcomes of actions the model would not take, which
+/// is what evaluating or training a new policy from them needs. It never applies to a
+/// decision made by rules or the default action (those are the fallback, not the policy being
+/// learned), never draws `reject`, and never replaces a model's `reject` (the model rejects to
+/// protect an overloaded backend; sending that traffic anywhere would defeat it).
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Explore(f64);
+
+impl Explore {
+    /// No exploration.
+    pub const OFF: Explore = Explore(0.0);
+    /// The largest share accepted, in percent.
+    pub const MAX_PERCENT: f64 = 20.0;
+
+    /// Checks a share given in percent.
+    ///
+    /// # Errors
+    /// A message for a value outside `0..=20` or not finite.
+    pub fn from_percent(percent: f64) -> Result<Explore, String> {
+        if percent.is_finite() && (0.0..=Explore::MAX_PERCENT).contains(&percent) {
+            Ok(Explore(percent / 100.0))
+        } else {
+            Err(format!(
+                "exploration must be 0..={} percent, got {percent}",
+                Explore::MAX_PERCENT
+            ))
+        }
+    }
+
+    /// The share as a probability.
+    pub fn probability(self) -> f64 {
+        self.0
+    }
+}
+
+/// A served decision: the decision, and how the serving policy chose its action.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Served {
+    /// The decision, its action possibly replaced by exploration.
+    pub decision: Decision,
+    /// The probability with which the serving policy chose `decision.action` (1 for a
+    /// deterministic decision).
+    pub propensity: f64,
+    /// Whether exploration replaced the greedy action.
+    pub explored: bool,
+}
+
+/// The route actions exploration draws from.
+const ROUTES: [Action; 3] = [Action::RouteA, Action::RouteB, Action::RouteC];
+
+/// A uniform draw in `[0, 2^64)` derived from a decision id (FNV-1a, then a SplitMix64
+/// finaliser so that ids differing in one character spread over the whole range). The same id
+/// gives the same draw on every platform, so an explored decision can be replayed from its
+/// record.
+pub fn draw_from_id(id: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in id.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
 }
 
 /// A model source, a rule table and a checked policy configuration.
@@ -86,6 +159,7 @@ pub struct Decider {
     rules: Option<RuleTable>,
     policy: PolicyConfig,
     threshold_source: ThresholdSource,
+    explore: Explore,
 }
 
 impl Decider {
@@ -114,6 +188,7 @@ impl Decider {
             rules,
             policy,
             threshold_source,
+            explore: params.explore,
         }
     }
 
@@ -143,6 +218,49 @@ impl Decider {
             ModelSource::Local(m) => Some(m.version()),
             ModelSource::Remote { name, .. } => Some(name),
             ModelSource::Unavailable(_) => None,
+        }
+    }
+
+    /// The exploration share in force.
+    pub fn explore(&self) -> Explore {
+        self.explore
+    }
+
+    /// The probability of each action (in [`crate::ACTIONS`] order) under the serving policy,
+    /// given its greedy decision: all on the greedy action, except that a model-decided route
+    /// action gives each route action `ε/3` and keeps `1 − ε + ε/3`.
+    pub fn serving_distribution(&self, greedy: &Decision) -> [f64; crate::NUM_ACTIONS] {
+        let mut p = [0.0; crate::NUM_ACTIONS];
+        let eps = self.explore.probability();
+        if eps > 0.0 && greedy.source == Source::Model && greedy.action != Action::Reject {
+            for a in ROUTES {
+                p[a.index()] = eps / ROUTES.len() as f64;
+            }
+            p[greedy.action.index()] += 1.0 - eps;
+        } else {
+            p[greedy.action.index()] = 1.0;
+        }
+        p
+    }
+
+    /// Serves a greedy decision: with the exploration share, and `draw` uniform over `u64`
+    /// (see [`draw_from_id`]), the action is drawn uniformly from the route actions instead.
+    /// With exploration off this is the greedy decision with propensity 1.
+    pub fn serve(&self, greedy: Decision, draw: u64) -> Served {
+        let p = self.serving_distribution(&greedy);
+        let eps = self.explore.probability();
+        // The high bits decide whether to explore, the low ones which route: independent
+        // enough for a share of at most 20% over three actions.
+        let u = (draw >> 11) as f64 / (1u64 << 53) as f64;
+        let explores = p[greedy.action.index()] < 1.0 && u < eps;
+        let mut decision = greedy;
+        if explores {
+            decision.action = ROUTES[(draw % ROUTES.len() as u64) as usize];
+        }
+        Served {
+            propensity: p[decision.action.index()],
+            explored: explores,
+            decision,
         }
     }
 
@@ -210,7 +328,7 @@ mod tests {
     use super::*;
     use crate::model::tests_support::TINY_ARTIFACT;
     use crate::output::ModelOutput;
-    use crate::policy::{FallbackReason, Source};
+    use crate::policy::FallbackReason;
     use crate::DEFAULT_RULES_JSON;
 
     fn state(region_id: u8) -> State {
@@ -321,5 +439,97 @@ mod tests {
         assert_eq!(out.source, Source::Rules);
         assert_eq!(out.fallback_reason, Some(FallbackReason::ModelUnavailable));
         assert_eq!(out.model_version, None);
+    }
+
+    #[test]
+    fn exploration_is_off_by_default_and_changes_nothing() {
+        let d = local(Params::default());
+        assert_eq!(d.explore(), Explore::OFF);
+        for region in 0..10 {
+            let greedy = d.decide(&state(region), Gates::default());
+            for draw in [0, 1, u64::MAX, draw_from_id("x")] {
+                let served = d.serve(greedy.clone(), draw);
+                assert_eq!(served.decision, greedy);
+                assert_eq!((served.propensity, served.explored), (1.0, false));
+            }
+        }
+    }
+
+    #[test]
+    fn exploration_percent_is_checked() {
+        for ok in [0.0, 0.5, 20.0] {
+            assert!(Explore::from_percent(ok).is_ok(), "{ok}");
+        }
+        for bad in [-1.0, 20.01, f64::NAN, f64::INFINITY] {
+            assert!(Explore::from_percent(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// Over many ids the explored share is ε, each route action gets ε/3, and every logged
+    /// propensity is exactly the serving policy's probability of the logged action.
+    #[test]
+    fn exploration_draws_routes_uniformly_with_exact_propensities() {
+        let d = local(Params {
+            explore: Explore::from_percent(20.0).unwrap(),
+            ..Params::default()
+        });
+        let greedy = d.decide(&state(3), Gates::default());
+        assert_eq!(
+            (greedy.action, greedy.source),
+            (Action::RouteB, Source::Model)
+        );
+        let p = d.serving_distribution(&greedy);
+        assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        assert_eq!(p[Action::Reject.index()], 0.0);
+        let n = 60_000;
+        let mut counts = [0usize; 4];
+        let mut explored = 0;
+        for i in 0..n {
+            let s = d.serve(greedy.clone(), draw_from_id(&format!("id-{i}")));
+            counts[s.decision.action.index()] += 1;
+            explored += usize::from(s.explored);
+            assert_eq!(s.propensity, p[s.decision.action.index()]);
+            // Replaying the id gives the same action.
+            let again = d.serve(greedy.clone(), draw_from_id(&format!("id-{i}")));
+            assert_eq!(again.decision.action, s.decision.action);
+        }
+        let share = |c: usize| c as f64 / n as f64;
+        assert!((share(explored) - 0.2).abs() < 0.01, "{explored}");
+        for a in [Action::RouteA, Action::RouteC] {
+            assert!(
+                (share(counts[a.index()]) - 0.2 / 3.0).abs() < 0.01,
+                "{counts:?}"
+            );
+        }
+        assert!((share(counts[Action::RouteB.index()]) - (0.8 + 0.2 / 3.0)).abs() < 0.01);
+        assert_eq!(counts[Action::Reject.index()], 0);
+    }
+
+    #[test]
+    fn exploration_never_touches_rules_default_or_reject() {
+        let d = local(Params {
+            explore: Explore::from_percent(20.0).unwrap(),
+            ..Params::default()
+        });
+        let held = d.decide(
+            &state(3),
+            Gates {
+                stale_signals: false,
+                holdout: true,
+            },
+        );
+        assert_eq!(held.source, Source::Rules);
+        let mut reject = d.decide(&state(3), Gates::default());
+        reject.action = Action::Reject;
+        for greedy in [held, reject] {
+            assert_eq!(d.serving_distribution(&greedy)[greedy.action.index()], 1.0);
+            for i in 0..2000 {
+                let s = d.serve(greedy.clone(), draw_from_id(&i.to_string()));
+                assert_eq!(
+                    (s.decision.action, s.propensity, s.explored),
+                    (greedy.action, 1.0, false)
+                );
+            }
+        }
     }
 }

@@ -35,7 +35,7 @@ pub mod rules;
 pub mod state;
 
 pub use actions::{Action, ACTIONS, NUM_ACTIONS};
-pub use decider::{Decider, ModelSource, Params, ThresholdSource};
+pub use decider::{Decider, Explore, ModelSource, Params, Served, ThresholdSource};
 pub use features::{encode, Features, ENCODER_VERSION, FEATURE_DIM};
 pub use model::{Artifact, ArtifactError, Model};
 pub use output::{ModelError, ModelOutcome, ModelOutput};

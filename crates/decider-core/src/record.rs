@@ -9,8 +9,11 @@
 
 use crate::actions::Action;
 use crate::policy::{FallbackReason, ProbabilityMap, Shadow, Source};
-use crate::state::State;
+use crate::state::{
+    as_object, check_known, json_type, num_field, parse_text, require, short, State, StateError,
+};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// Schema version of [`Record`]; readers refuse other versions.
 pub const LOG_VERSION: u32 = 1;
@@ -220,6 +223,77 @@ pub struct OutcomeRecord {
     pub latency_ms: Option<f64>,
 }
 
+/// Longest `decision_id` an outcome may quote (the Worker's are 36 characters).
+pub const MAX_ID_LEN: usize = 128;
+
+impl OutcomeRecord {
+    /// Validates a `POST /v1/outcome` body: `{"decision_id", "reward"}` with a reward in
+    /// `[0, 1]`, or `{"decision_id", "status", "latency_ms"?}` with what the caller observed.
+    /// `ts` stamps the record.
+    ///
+    /// # Errors
+    /// A [`StateError`] naming the field: malformed JSON, an unknown key, a missing
+    /// `decision_id` or one that is not 1 to [`MAX_ID_LEN`] characters of `A-Z a-z 0-9 . _ :
+    /// -`, a reward outside `[0, 1]`, a status outside `100..=599`, a negative latency, or
+    /// neither a reward nor a status.
+    pub fn from_body(bytes: &[u8], ts: String) -> Result<OutcomeRecord, StateError> {
+        let v = parse_text(bytes)?;
+        let obj = as_object(&v, "body")?;
+        check_known(obj, &["decision_id", "reward", "status", "latency_ms"])?;
+        let id = match obj.get("decision_id") {
+            None => None,
+            Some(Value::String(s)) => Some(s),
+            Some(other) => {
+                return Err(StateError::WrongType {
+                    field: "decision_id".into(),
+                    expected: "a string",
+                    got: format!("{} {}", json_type(other), short(other)),
+                })
+            }
+        };
+        let decision_id = require(id, "decision_id")?;
+        let id_ok = (1..=MAX_ID_LEN).contains(&decision_id.len())
+            && decision_id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b));
+        if !id_ok {
+            return Err(StateError::OutOfRange {
+                field: "decision_id".into(),
+                range: "1 to 128 characters of A-Z a-z 0-9 . _ : -",
+                got: short(&Value::String(decision_id.chars().take(64).collect())),
+            });
+        }
+        let reward = num_field(obj, "reward", Some(1.0), "a number 0..=1")?;
+        let status = match obj.get("status") {
+            None => None,
+            Some(s) => Some(
+                s.as_u64()
+                    .filter(|c| (100..=599).contains(c))
+                    .map(|c| c as u16)
+                    .ok_or_else(|| StateError::OutOfRange {
+                        field: "status".into(),
+                        range: "an integer 100..=599",
+                        got: short(s),
+                    })?,
+            ),
+        };
+        let latency_ms = num_field(obj, "latency_ms", None, "a number >= 0")?;
+        if reward.is_none() && status.is_none() {
+            return Err(StateError::Missing {
+                field: "reward".into(),
+            });
+        }
+        Ok(OutcomeRecord {
+            log_version: LOG_VERSION,
+            ts,
+            decision_id: decision_id.clone(),
+            reward,
+            status,
+            latency_ms,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,5 +389,81 @@ mod tests {
             (d.action, d.arm, d.outcome),
             (Action::Reject, Arm::Holdout, None)
         );
+    }
+
+    #[test]
+    fn outcome_bodies_are_validated_naming_the_field() {
+        let ok = |b: &str| OutcomeRecord::from_body(b.as_bytes(), "t".into());
+        let r = ok(r#"{"decision_id": "abc-1", "reward": 0.25}"#).unwrap();
+        assert_eq!((r.reward, r.status), (Some(0.25), None));
+        let r = ok(r#"{"decision_id": "abc-1", "status": 503, "latency_ms": 12.5}"#).unwrap();
+        assert_eq!((r.status, r.latency_ms), (Some(503), Some(12.5)));
+        for (body, code, field) in [
+            ("[]", "invalid_type", None),
+            ("{", "invalid_json", None),
+            (r#"{"reward": 1}"#, "missing_field", Some("decision_id")),
+            (
+                r#"{"decision_id": 7, "reward": 1}"#,
+                "invalid_type",
+                Some("decision_id"),
+            ),
+            (
+                r#"{"decision_id": "", "reward": 1}"#,
+                "out_of_range",
+                Some("decision_id"),
+            ),
+            (
+                r#"{"decision_id": "a b", "reward": 1}"#,
+                "out_of_range",
+                Some("decision_id"),
+            ),
+            (
+                r#"{"decision_id": "a", "reward": 1.5}"#,
+                "out_of_range",
+                Some("reward"),
+            ),
+            (
+                r#"{"decision_id": "a", "reward": -0.1}"#,
+                "out_of_range",
+                Some("reward"),
+            ),
+            (
+                r#"{"decision_id": "a", "reward": "1"}"#,
+                "invalid_type",
+                Some("reward"),
+            ),
+            (
+                r#"{"decision_id": "a", "reward": NaN}"#,
+                "invalid_json",
+                Some("reward"),
+            ),
+            (
+                r#"{"decision_id": "a", "status": 99}"#,
+                "out_of_range",
+                Some("status"),
+            ),
+            (
+                r#"{"decision_id": "a", "status": 200.5}"#,
+                "out_of_range",
+                Some("status"),
+            ),
+            (
+                r#"{"decision_id": "a", "status": 200, "latency_ms": -1}"#,
+                "out_of_range",
+                Some("latency_ms"),
+            ),
+            (r#"{"decision_id": "a"}"#, "missing_field", Some("reward")),
+            (
+                r#"{"decision_id": "a", "reward": 1, "extra": 1}"#,
+                "unknown_field",
+                Some("extra"),
+            ),
+        ] {
+            let e = ok(body).unwrap_err();
+            assert_eq!((e.code(), e.field()), (code, field), "{body}");
+        }
+        let long = format!(r#"{{"decision_id": "{}", "reward": 1}}"#, "a".repeat(129));
+        assert_eq!(ok(&long).unwrap_err().field(), Some("decision_id"));
+        assert!(ok(&long).unwrap_err().to_string().len() < 200);
     }
 }

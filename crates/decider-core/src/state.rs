@@ -198,7 +198,7 @@ pub fn json_type(v: &Value) -> &'static str {
 /// Parses JSON text. When the text is JSON but for one number — a `NaN` or `Infinity`
 /// literal, or a number beyond f64 — the error names the key that holds it, so a client
 /// learns which field to fix rather than only a line and column.
-fn parse_text(bytes: &[u8]) -> Result<Value, StateError> {
+pub(crate) fn parse_text(bytes: &[u8]) -> Result<Value, StateError> {
     serde_json::from_slice(bytes).map_err(|e| {
         let mut err = StateError::from_serde(&e);
         if let StateError::Json { field, message, .. } = &mut err {
@@ -299,7 +299,7 @@ fn key_path_at(bytes: &[u8], at: usize) -> Option<String> {
     (!keys.is_empty() && !key_next).then(|| keys.join("."))
 }
 
-fn short(v: &Value) -> String {
+pub(crate) fn short(v: &Value) -> String {
     let s = v.to_string();
     if s.len() > 40 {
         format!(
@@ -354,7 +354,7 @@ fn int_field(
 }
 
 /// Reads a finite number field with `min <= x` and, when given, `x <= max`.
-fn num_field(
+pub(crate) fn num_field(
     obj: &Map<String, Value>,
     field: &str,
     max: Option<f64>,
@@ -379,13 +379,13 @@ fn num_field(
     Ok(Some(f))
 }
 
-fn require<T>(v: Option<T>, field: &str) -> Result<T, StateError> {
+pub(crate) fn require<T>(v: Option<T>, field: &str) -> Result<T, StateError> {
     v.ok_or_else(|| StateError::Missing {
         field: field.to_string(),
     })
 }
 
-fn check_known(obj: &Map<String, Value>, known: &[&str]) -> Result<(), StateError> {
+pub(crate) fn check_known(obj: &Map<String, Value>, known: &[&str]) -> Result<(), StateError> {
     // Report unknown fields in a stable order (serde_json's map is sorted).
     if let Some(k) = obj.keys().find(|k| !known.contains(&k.as_str())) {
         return Err(StateError::Unknown {
@@ -396,7 +396,10 @@ fn check_known(obj: &Map<String, Value>, known: &[&str]) -> Result<(), StateErro
     Ok(())
 }
 
-fn as_object<'a>(v: &'a Value, what: &'static str) -> Result<&'a Map<String, Value>, StateError> {
+pub(crate) fn as_object<'a>(
+    v: &'a Value,
+    what: &'static str,
+) -> Result<&'a Map<String, Value>, StateError> {
     v.as_object().ok_or(StateError::NotObject {
         what,
         got: json_type(v),

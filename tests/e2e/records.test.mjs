@@ -1,0 +1,140 @@
+// Decision records and outcomes, as a learner reads them: every decision's log line carries
+// the full state, a unique decision_id (also in the /v1/decide body and x-decision-id), the
+// propensity, versions and arm; POST /v1/outcome logs a caller's outcome; EXPLORE_PERCENT
+// draws route actions with exact, reproducible propensities.
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { EXAMPLE_STATE, ROOT, startWorker } from "./helpers.mjs";
+
+const TOKEN = "outcome-token-for-tests";
+const STATES = readFileSync(path.join(ROOT, "tests/fixtures/skew_states.jsonl"), "utf8").split("\n").filter(Boolean);
+const GOLDEN = readFileSync(path.join(ROOT, "tests/fixtures/golden_decisions_wasm.jsonl"), "utf8").split("\n").filter(Boolean);
+
+let w;
+let explore;
+beforeAll(async () => {
+  [w, explore] = await Promise.all([
+    startWorker({ vars: { OUTCOME_TOKEN: TOKEN } }),
+    startWorker({ vars: { EXPLORE_PERCENT: "20" } }),
+  ]);
+});
+afterAll(() => Promise.all([w?.dispose(), explore?.dispose()]));
+
+const record = (worker, id) => worker.waitForLog((l) => l.event === "decision" && l.decision_id === id);
+
+describe("decision records", () => {
+  test("a /v1/decide record carries the state as decided, its id, propensity and versions", async () => {
+    const { hour: _h, ...noHour } = EXAMPLE_STATE;
+    const res = await w.decide({ state: noHour }, { "cf-ray": "rec-1" });
+    const body = await res.json();
+    expect(body.decision_id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(res.headers.get("x-decision-id")).toBe(body.decision_id);
+    const line = await record(w, body.decision_id);
+    expect(line).toMatchObject({
+      log_version: 1, event: "decision", endpoint: "decide", request_id: "rec-1",
+      action: body.action, source: body.source, fallback_reason: body.fallback_reason,
+      propensity: 1, explored: false, arm: "champion", backend: "embedded", encoder_version: 1,
+      model_version: body.model_version, rules_version: expect.any(String),
+      probabilities: body.probabilities,
+    });
+    // All six fields, the hour filled in by the Worker (the current UTC hour).
+    expect(Object.keys(line.state).sort()).toEqual(["current_load", "hour", "queue_depth", "recent_success_rate", "region_id", "request_type"]);
+    expect(line.state).toMatchObject(noHour);
+    expect(line.state.hour).toBe(new Date().getUTCHours());
+    expect(Buffer.byteLength(JSON.stringify(line))).toBeLessThanOrEqual(1024);
+  });
+
+  test("decision ids are unique", async () => {
+    const ids = new Set();
+    for (let i = 0; i < 50; i++) ids.add((await (await w.decide({ state: EXAMPLE_STATE })).json()).decision_id);
+    expect(ids.size).toBe(50);
+  });
+
+  test("with EXPLORE_PERCENT unset, decisions are byte for byte the golden ones", async () => {
+    // The golden answers were recorded from the Worker built before exploration existed (its
+    // wasm libm differs from the native one in the last bits of small probabilities, so the
+    // native golden file of decider-core's tests is not this one).
+    for (let i = 0; i < STATES.length; i++) {
+      const text = await (await w.decide(`{"state": ${STATES[i]}}`)).text();
+      // The golden line is the decision; the Worker's answer adds its id at the end.
+      // decision_us is a timing (workerd's local clock may tick during a decision), not
+      // part of the decision.
+      const decision = text.replace(/,"decision_id":"[0-9a-f-]{36}"}$/, "}").replace(/"decision_us":\d+/, '"decision_us":0');
+      expect(decision, `state ${i + 1}`).toBe(GOLDEN[i]);
+    }
+  });
+});
+
+describe("POST /v1/outcome", () => {
+  const post = (body, token = TOKEN) =>
+    w.fetch("/v1/outcome", {
+      method: "POST",
+      headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    });
+
+  test("logs the caller's reward for a decision", async () => {
+    const { decision_id } = await (await w.decide({ state: EXAMPLE_STATE })).json();
+    const res = await post({ decision_id, reward: 0.75 });
+    expect(res.status).toBe(202);
+    expect(await res.json()).toEqual({ accepted: true, decision_id });
+    const line = await w.waitForLog((l) => l.event === "outcome" && l.decision_id === decision_id);
+    expect(line).toMatchObject({ log_version: 1, reward: 0.75, status: null, latency_ms: null });
+  });
+
+  test("or its observed status and latency", async () => {
+    const res = await post({ decision_id: "caller-id-2", status: 503, latency_ms: 41.5 });
+    expect(res.status).toBe(202);
+    const line = await w.waitForLog((l) => l.event === "outcome" && l.decision_id === "caller-id-2");
+    expect(line).toMatchObject({ reward: null, status: 503, latency_ms: 41.5 });
+  });
+
+  test.each([
+    ["no token", { decision_id: "a", reward: 1 }, null, 401, "unauthorized", null],
+    ["a wrong token", { decision_id: "a", reward: 1 }, "nope", 401, "unauthorized", null],
+    ["reward above 1", { decision_id: "a", reward: 1.5 }, TOKEN, 400, "out_of_range", "reward"],
+    ["no reward or status", { decision_id: "a" }, TOKEN, 400, "missing_field", "reward"],
+    ["an unknown key", { decision_id: "a", reward: 1, score: 2 }, TOKEN, 400, "unknown_field", "score"],
+    ["a bad id", { decision_id: "<script>", reward: 1 }, TOKEN, 400, "out_of_range", "decision_id"],
+    ["a status out of range", { decision_id: "a", status: 700 }, TOKEN, 400, "out_of_range", "status"],
+    ["malformed JSON", "{", TOKEN, 400, "invalid_json", null],
+  ])("refuses %s", async (_name, body, token, status, code, field) => {
+    const res = await post(body, token);
+    expect(res.status).toBe(status);
+    const { error } = await res.json();
+    expect(error).toMatchObject({ code, field });
+  });
+
+  test("GET is 405", async () => {
+    const res = await w.fetch("/v1/outcome");
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("POST");
+  });
+});
+
+describe("exploration", () => {
+  test("draws route actions at the configured share with exact propensities", async () => {
+    const h = await (await explore.fetch("/v1/health")).json();
+    expect(h.explore_percent).toBe(20);
+    const n = 300;
+    const counts = {};
+    let explored = 0;
+    for (let i = 0; i < n; i++) {
+      const body = await (await explore.decide({ state: EXAMPLE_STATE })).json();
+      const line = await record(explore, body.decision_id);
+      expect(line.action).toBe(body.action);
+      expect(line.source).toBe("model");
+      counts[line.action] = (counts[line.action] ?? 0) + 1;
+      explored += line.explored ? 1 : 0;
+      const greedy = "route_a"; // the example state's model action
+      const expected = line.action === greedy ? 0.8 + 0.2 / 3 : 0.2 / 3;
+      expect(line.propensity).toBeCloseTo(expected, 12);
+      if (line.explored) expect(["route_a", "route_b", "route_c"]).toContain(line.action);
+      else expect(line.action).toBe(greedy);
+    }
+    expect(counts.reject ?? 0).toBe(0);
+    // 20% explored: binomial(300, 0.2) is 60 ± 6.9; allow 4 standard deviations.
+    expect(Math.abs(explored - 60)).toBeLessThan(28);
+  });
+});
