@@ -98,7 +98,8 @@ function response(spec, body, method) {
  * echo JSON). Steps, run in order:
  * - `{raw: "text"}`: writes the text (`${TOKEN}` and `${TOKEN_LEN}` replaced)
  * - `{echo: {status, reason, headers, framing: length|chunked|close|none, cl_delta, extra, trailers, head_body}}`:
- *   waits for the whole request body, then writes a response whose body is the echo JSON;
+ *   waits for the whole request body, then writes a response whose body is the echo JSON
+ *   (and whose `x-echo-token` header is the request's token);
  *   `cl_delta` makes content-length lie by that many bytes, `extra` is written after the
  *   body, `head_body` sends the body even to HEAD
  * - `{body_wait: true}`: waits for the whole request body
@@ -252,7 +253,8 @@ export async function startRawOrigin(name) {
         else if (step.echo) {
           if (!(await rec.bodyDone)) return;
           const body = Buffer.from(JSON.stringify(echoOf(origin, rec)));
-          const headers = Object.fromEntries(Object.entries(step.echo.headers ?? {}).map(([k, v]) => [k, fill(v, rec)]));
+          // The token also in a header: an answer to HEAD has no body to carry it.
+          const headers = { "x-echo-token": rec.token ?? "none", ...Object.fromEntries(Object.entries(step.echo.headers ?? {}).map(([k, v]) => [k, fill(v, rec)])) };
           sock.write(response({ ...step.echo, headers }, body, rec.method));
           if (step.echo.framing === "close") sock.end();
         } else if (step.body_wait) {
