@@ -59,7 +59,8 @@ beforeAll(async () => {
     vars: {
       ORIGIN_ROUTE_A: A.url, ORIGIN_ROUTE_B: B.url, ORIGIN_ROUTE_C: C.url,
       ORIGIN_TIMEOUT_MS: String(ORIGIN_TIMEOUT_MS), ADMIN_TOKEN: ADMIN, SIGNALS_CACHE_S: "0",
-      // The routes above are all the failover map needs; C is never a target (a → b, b → a).
+      // A and B fail over to each other, so C is never contacted by right and can stand
+      // for "another host" (redirect targets, absolute-form request lines).
       FAILOVER: JSON.stringify({ route_a: "route_b", route_b: "route_a" }),
     },
     extra: { kvNamespaces: ["SIGNALS"], unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }] },
