@@ -107,6 +107,12 @@ build/index.js: $(WORKER_INPUTS) | tools node
 	bash scripts/build-worker.sh
 	@touch $@
 
+# The same Worker with a challenger model embedded (tests/fixtures/challenger-model.json), for
+# the champion/challenger end-to-end tests. Not optimised by wasm-opt: it is only tested.
+build/challenger/index.js: $(WORKER_INPUTS) tests/fixtures/challenger-model.json | tools node
+	DECIDER_CHALLENGER=tests/fixtures/challenger-model.json bash scripts/build-worker.sh --out-dir build/challenger --no-opt
+	@touch $@
+
 size: build
 	@raw=$$(stat -c %s build/index_bg.wasm); gz=$$(gzip -9 -c build/index_bg.wasm | wc -c); \
 	echo "build/index_bg.wasm: $$raw bytes raw, $$gz bytes gzip -9"
@@ -123,7 +129,7 @@ deploy: setup build
 
 test: setup
 	@start=$$(date +%s); \
-	for step in fmt clippy cargo-test doc build size cli e2e; do \
+	for step in fmt clippy cargo-test doc build size cli build/challenger/index.js e2e; do \
 		echo "== make $$step"; $(MAKE) --no-print-directory $$step; \
 	done; \
 	echo "make test: all green in $$(( $$(date +%s) - start )) s"
@@ -145,7 +151,7 @@ doc:
 cli:
 	cargo build -p decider-cli --locked
 
-# End-to-end tests only (needs `make build cli`).
+# End-to-end tests only (needs `make build cli build/challenger/index.js`).
 e2e: node
 	node scripts/run-e2e.mjs
 

@@ -1,59 +1,82 @@
-//! Embeds the decision model into the Worker at build time.
+//! Embeds the decision models into the Worker at build time.
 //!
-//! Copies `model/decision-model.json` (or the file named by `DECIDER_MODEL`) into `OUT_DIR`
-//! after validating it with decider-core, the same code that serves it: an artifact whose
-//! action list, encoder version or shapes differ from this build fails the build, not a
-//! request. `DECIDER_ALLOW_INVALID_MODEL=1` embeds a refused artifact anyway (with a
-//! warning); the Worker then serves from rules and /v1/health says why. That switch exists
-//! to exercise the fallback, not for deployments.
+//! The champion, `model/decision-model.json` (or the file named by `DECIDER_MODEL`), and an
+//! optional challenger, `model/challenger.json` (or `DECIDER_CHALLENGER`), are copied into
+//! `OUT_DIR` after validation with decider-core, the same code that serves them: an artifact
+//! whose action list, encoder version or shapes differ from this build fails the build, not
+//! a request. `DECIDER_ALLOW_INVALID_MODEL=1` embeds a refused artifact anyway (with a
+//! warning); the Worker then serves that model's traffic from rules and /v1/health says why.
+//! That switch exists to exercise the fallback, not for deployments.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    println!("cargo:rerun-if-env-changed=DECIDER_MODEL");
-    println!("cargo:rerun-if-env-changed=DECIDER_ALLOW_INVALID_MODEL");
-    let Some(manifest) = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from) else {
-        eprintln!("error: CARGO_MANIFEST_DIR is not set");
+    for var in [
+        "DECIDER_MODEL",
+        "DECIDER_CHALLENGER",
+        "DECIDER_ALLOW_INVALID_MODEL",
+    ] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
+    let (Some(manifest), Some(out_dir)) = (
+        std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from),
+        std::env::var_os("OUT_DIR").map(PathBuf::from),
+    ) else {
+        eprintln!("error: CARGO_MANIFEST_DIR and OUT_DIR must be set (run through cargo)");
         return ExitCode::FAILURE;
     };
-    let Some(out_dir) = std::env::var_os("OUT_DIR").map(PathBuf::from) else {
-        eprintln!("error: OUT_DIR is not set");
-        return ExitCode::FAILURE;
-    };
-    let path = std::env::var_os("DECIDER_MODEL")
+    let champion = std::env::var_os("DECIDER_MODEL")
         .map(PathBuf::from)
         .unwrap_or_else(|| manifest.join("model/decision-model.json"));
-    println!("cargo:rerun-if-changed={}", path.display());
-
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
+    let challenger = std::env::var_os("DECIDER_CHALLENGER").map(PathBuf::from);
+    let challenger_required = challenger.is_some();
+    let challenger = challenger.unwrap_or_else(|| manifest.join("model/challenger.json"));
+    let embedded = embed(&champion, true, &out_dir.join("decision-model.json")).and_then(|()| {
+        embed(
+            &challenger,
+            challenger_required,
+            &out_dir.join("challenger.json"),
+        )
+    });
+    match embedded {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!(
-                "error: cannot read the model artifact {}: {e}\n\
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Validates the artifact at `path` and writes it to `out`. An optional artifact that does
+/// not exist is written as an empty file (no such model).
+fn embed(path: &Path, required: bool, out: &Path) -> Result<(), String> {
+    println!("cargo:rerun-if-changed={}", path.display());
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(_) if !required && !path.exists() => String::new(),
+        Err(e) => {
+            return Err(format!(
+                "cannot read the model artifact {}: {e}\n\
                  (train one with `decider train`, or point DECIDER_MODEL at an artifact)",
                 path.display()
-            );
-            return ExitCode::FAILURE;
+            ))
         }
     };
-    if let Err(e) = decider_core::Model::from_json(&text) {
-        let allow = std::env::var("DECIDER_ALLOW_INVALID_MODEL").as_deref() == Ok("1");
-        if !allow {
-            eprintln!(
-                "error: the model artifact {} is refused: {e}\n\
-                 (DECIDER_ALLOW_INVALID_MODEL=1 embeds it anyway; the Worker then serves from rules)",
+    if !text.is_empty() {
+        if let Err(e) = decider_core::Model::from_json(&text) {
+            if std::env::var("DECIDER_ALLOW_INVALID_MODEL").as_deref() != Ok("1") {
+                return Err(format!(
+                    "the model artifact {} is refused: {e}\n\
+                     (DECIDER_ALLOW_INVALID_MODEL=1 embeds it anyway; the Worker then serves from rules)",
+                    path.display()
+                ));
+            }
+            println!(
+                "cargo:warning=embedding a refused model artifact {} ({e}); the Worker will serve its traffic from rules",
                 path.display()
             );
-            return ExitCode::FAILURE;
         }
-        println!(
-            "cargo:warning=embedding a refused model artifact ({e}); the Worker will serve from rules"
-        );
     }
-    if let Err(e) = std::fs::write(out_dir.join("decision-model.json"), &text) {
-        eprintln!("error: cannot write the embedded artifact: {e}");
-        return ExitCode::FAILURE;
-    }
-    ExitCode::SUCCESS
+    std::fs::write(out, &text).map_err(|e| format!("cannot write {}: {e}", out.display()))
 }

@@ -116,6 +116,8 @@ pub struct Config {
     pub retry_after_s: u32,
     /// Share of routing keys the model may decide for, 0..=100 (`CANARY_PERCENT`).
     pub canary_percent: u8,
+    /// Share of routing keys the challenger model serves, 0..=100 (`CHALLENGER_PERCENT`).
+    pub challenger_percent: u8,
     /// What the canary bucket is computed from (`CANARY_KEY`).
     pub canary_key: CanaryKey,
     /// Bearer token of the admin endpoints (`ADMIN_TOKEN`, a secret).
@@ -151,6 +153,7 @@ impl Default for Config {
             failover: Failover::shipped(),
             retry_after_s: 5,
             canary_percent: 100,
+            challenger_percent: 0,
             canary_key: CanaryKey::ClientIp,
             admin_token: None,
             outcome_token: None,
@@ -414,6 +417,14 @@ pub const VARS: &[Var] = &[
         visibility: Visibility::Public,
         parse: |s, c| int(s, 0, 100).map(|v| c.canary_percent = v as u8),
         value: |c| json!(c.canary_percent),
+    },
+    Var {
+        name: "CHALLENGER_PERCENT",
+        default: "0",
+        description: "share of routing keys the embedded challenger model (`model/challenger.json`) serves instead of the champion, 0..=100, taken from the canary share by the same sticky buckets",
+        visibility: Visibility::Public,
+        parse: |s, c| int(s, 0, 100).map(|v| c.challenger_percent = v as u8),
+        value: |c| json!(c.challenger_percent),
     },
     Var {
         name: "CANARY_KEY",

@@ -48,21 +48,22 @@ impl Decided {
 /// Decides a state: runs (or awaits) the model when the policy needs it, then the policy.
 pub async fn decide(iso: &Isolate, state: &State, gates: Gates, ctx: Context) -> Decided {
     let started = clock::now_ms();
+    let decider = iso.decider_for(ctx.arm);
     let (remote, detail) = match &iso.ai {
-        Some(ai) if iso.decider.needs_remote(gates) => {
+        Some(ai) if decider.needs_remote(gates) => {
             let (outcome, detail) = crate::ai::infer(ai, &iso.cfg, state).await;
             (Some(outcome), detail)
         }
         _ => (None, None),
     };
-    let mut greedy = iso.decider.decide_with(state, gates, remote);
+    let mut greedy = decider.decide_with(state, gates, remote);
     greedy.decision_us = clock::elapsed_us(started);
     let decision_id = log::new_decision_id();
-    let served = iso.decider.serve(greedy, draw_from_id(&decision_id));
+    let served = decider.serve(greedy, draw_from_id(&decision_id));
     let d = served.decision;
     // A decision that needed an unavailable model says why in its record.
-    let needed = decider_core::policy::model_needed(gates, iso.decider.policy());
-    let detail = detail.or_else(|| match iso.decider.model() {
+    let needed = decider_core::policy::model_needed(gates, decider.policy());
+    let detail = detail.or_else(|| match decider.model() {
         decider_core::ModelSource::Unavailable(why) if needed => Some(log::clip(why)),
         _ => None,
     });
@@ -82,7 +83,7 @@ pub async fn decide(iso: &Isolate, state: &State, gates: Gates, ctx: Context) ->
         propensity: served.propensity,
         explored: served.explored,
         model_version: d.model_version.clone(),
-        rules_version: iso.decider.rules().map(|r| r.version().to_string()),
+        rules_version: decider.rules().map(|r| r.version().to_string()),
         encoder_version: d.encoder_version,
         backend: match iso.cfg.backend {
             BackendKind::Embedded => "embedded".into(),
@@ -109,9 +110,15 @@ pub async fn decide(iso: &Isolate, state: &State, gates: Gates, ctx: Context) ->
 pub async fn handle(req: &mut Request, iso: &Isolate) -> Result<Response, ApiError> {
     let bytes = http::read_json_body(req).await?;
     let state = State::from_body(&bytes, clock::utc_hour())?;
+    let key = req
+        .headers()
+        .get(iso.cfg.canary_key.header())
+        .ok()
+        .flatten()
+        .unwrap_or_default();
     let ctx = Context {
         endpoint: Endpoint::Decide,
-        arm: Arm::Champion,
+        arm: iso.arm(&key, false),
         request_id: req.headers().get("cf-ray").ok().flatten(),
     };
     let decided = decide(iso, &state, Gates::default(), ctx).await;

@@ -62,6 +62,19 @@ pub fn report(iso: &Isolate, signals: &Current, now_ms: f64) -> Value {
             },
         },
     });
+    if let Some(c) = &iso.challenger {
+        let error = match c.model() {
+            ModelSource::Unavailable(why) => Some(why.as_str()),
+            _ => None,
+        };
+        v["challenger"] = json!({
+            "loaded": error.is_none(),
+            "version": c.model_version(),
+            "error": error,
+            "threshold": c.threshold().0,
+            "percent": cfg.challenger_percent,
+        });
+    }
     if cfg.backend == BackendKind::WorkersAi {
         v["ai"] = json!({"model": cfg.ai_model, "timeout_ms": cfg.ai_timeout_ms});
     }

@@ -6,6 +6,7 @@
 //! seen before (a test harness, another environment) builds it anew.
 
 use crate::config::{BackendKind, Config, Secret};
+use decider_core::record::Arm;
 use decider_core::{Decider, Model, ModelSource};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -15,8 +16,11 @@ use worker::Env;
 
 /// The model artifact, copied into `OUT_DIR` by build.rs after the same validation.
 const ARTIFACT_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/decision-model.json"));
+/// The challenger's artifact; empty when none was embedded.
+const CHALLENGER_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/challenger.json"));
 
 static EMBEDDED: OnceLock<Result<Arc<Model>, String>> = OnceLock::new();
+static CHALLENGER: OnceLock<Option<Result<Arc<Model>, String>>> = OnceLock::new();
 
 /// The embedded model, parsed and validated on first use and kept for the isolate's life.
 ///
@@ -27,6 +31,14 @@ pub fn embedded() -> Result<&'static Arc<Model>, &'static str> {
         Ok(m) => Ok(m),
         Err(e) => Err(e.as_str()),
     }
+}
+
+/// The embedded challenger model, if one was embedded (parsed once, like [`embedded`]).
+pub fn challenger() -> Option<Result<&'static Arc<Model>, &'static str>> {
+    CHALLENGER
+        .get_or_init(|| (!CHALLENGER_JSON.is_empty()).then(|| load_artifact(CHALLENGER_JSON)))
+        .as_ref()
+        .map(|r| r.as_ref().map_err(String::as_str))
 }
 
 /// Parses an artifact, turning a refusal into the message `/v1/health` shows.
@@ -41,8 +53,10 @@ fn load_artifact(text: &str) -> Result<Arc<Model>, String> {
 pub struct Isolate {
     /// The checked configuration.
     pub cfg: Config,
-    /// The one decision path.
+    /// The champion's decision path.
     pub decider: Decider,
+    /// The challenger's, when a challenger model is embedded (embedded backend only).
+    pub challenger: Option<Decider>,
     /// The Workers AI binding, when the backend uses it.
     pub ai: Option<worker::Ai>,
     /// The Analytics Engine dataset, when bound.
@@ -77,12 +91,50 @@ impl Isolate {
             },
         };
         let decider = Decider::new(model, cfg.rules.clone(), cfg.params());
+        // A challenger competes with the embedded champion under the same rules and
+        // parameters; without CONFIDENCE_THRESHOLD each uses its own calibrated threshold.
+        let challenger = match (cfg.backend, challenger()) {
+            (BackendKind::Embedded, Some(m)) => {
+                let model = match m {
+                    Ok(m) => ModelSource::Local(Arc::clone(m)),
+                    Err(e) => ModelSource::Unavailable(format!("challenger: {e}")),
+                };
+                Some(Decider::new(model, cfg.rules.clone(), cfg.params()))
+            }
+            _ => None,
+        };
         Isolate {
             cfg,
             decider,
+            challenger,
             ai,
             analytics: crate::analytics::dataset(env),
         }
+    }
+
+    /// The decider serving an arm: the challenger's for the challenger arm when there is one,
+    /// else the champion's (whose policy puts the holdout arm on rules).
+    pub fn decider_for(&self, arm: Arm) -> &Decider {
+        match (arm, &self.challenger) {
+            (Arm::Challenger, Some(c)) => c,
+            _ => &self.decider,
+        }
+    }
+
+    /// The rollout arm of a request with routing key `key`; `/v1/decide` (`holdout_applies`
+    /// false) is never held out.
+    pub fn arm(&self, key: &str, holdout_applies: bool) -> Arm {
+        let canary = if holdout_applies {
+            self.cfg.canary_percent
+        } else {
+            100
+        };
+        let challenger = if self.challenger.is_some() {
+            self.cfg.challenger_percent
+        } else {
+            0
+        };
+        decider_core::routing::arm(key, canary, challenger)
     }
 
     /// Whether an `Authorization: Bearer …` header carries the admin token.

@@ -10,7 +10,6 @@ use crate::log;
 use crate::proxy::{self, Forwarded};
 use crate::signals;
 use decider_core::record::{Arm, Endpoint, RequestInfo, RouteOutcome};
-use decider_core::routing::in_canary;
 use decider_core::{Action, Gates, State};
 use worker::{Env, Request, Response};
 
@@ -33,7 +32,8 @@ pub async fn handle(req: Request, env: &Env, iso: &Isolate) -> worker::Result<Re
         .ok()
         .flatten()
         .unwrap_or_default();
-    let holdout = !in_canary(&canary_key, cfg.canary_percent);
+    let arm = iso.arm(&canary_key, true);
+    let holdout = arm == Arm::Holdout;
     let gates = Gates {
         stale_signals: !current.fresh,
         holdout,
@@ -47,7 +47,7 @@ pub async fn handle(req: Request, env: &Env, iso: &Isolate) -> worker::Result<Re
     );
     let ctx = Context {
         endpoint: Endpoint::Route,
-        arm: if holdout { Arm::Holdout } else { Arm::Champion },
+        arm,
         request_id: req.headers().get("cf-ray").ok().flatten(),
     };
     let mut decided = decide(iso, &state, gates, ctx).await;

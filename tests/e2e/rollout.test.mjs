@@ -1,7 +1,8 @@
-// Gradual rollout and observation: canary share with sticky buckets, shadow mode, and one
-// Analytics Engine data point per decision.
+// Gradual rollout and observation: canary share with sticky buckets, champion/challenger,
+// shadow mode, and one Analytics Engine data point per decision.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { EXAMPLE_STATE, startOrigin, startWorker } from "./helpers.mjs";
+import path from "node:path";
+import { EXAMPLE_STATE, ROOT, startOrigin, startWorker } from "./helpers.mjs";
 
 const TOKEN = "rollout-token";
 const HEALTHY = { current_load: 0.35, recent_success_rate: 0.99, queue_depth: 4 };
@@ -147,5 +148,56 @@ describe("Analytics Engine", () => {
     const w = await worker({});
     await routed(w);
     expect(w.logs.filter((l) => l.event === "ae_point" || l.event === "analytics_error")).toEqual([]);
+  });
+});
+
+describe("champion/challenger", () => {
+  // build/challenger is this Worker with tests/fixtures/challenger-model.json embedded as the
+  // challenger (`make build/challenger/index.js`): model_version "challenger-test", which
+  // answers route_b for the example state where the shipped champion answers route_a.
+  const CHALLENGER_BUILD = { scriptPath: path.join(ROOT, "build/challenger/index.js") };
+  const vars = { CHALLENGER_PERCENT: "30", CANARY_PERCENT: "90", CANARY_KEY: "header:x-user" };
+
+  test("the challenger serves its sticky share; every record names its arm and model", async () => {
+    const w = await worker(vars, CHALLENGER_BUILD);
+    const h = await (await w.fetch("/v1/health")).json();
+    expect(h.challenger).toMatchObject({ loaded: true, version: "challenger-test", percent: 30, error: null });
+    expect(h.model.version).not.toBe("challenger-test");
+    const arms = { champion: 0, challenger: 0, holdout: 0 };
+    for (let i = 0; i < 200; i++) {
+      const line = await routed(w, { "x-user": `user-${i}` });
+      arms[line.arm]++;
+      if (line.arm === "challenger") expect(line.model_version).toBe("challenger-test");
+      if (line.arm === "champion") expect(line.model_version).toBe(h.model.version);
+      if (line.arm === "holdout") expect(line).toMatchObject({ source: "rules", fallback_reason: "holdout" });
+      if (i < 20) expect((await routed(w, { "x-user": `user-${i}` })).arm, "sticky").toBe(line.arm);
+    }
+    // Buckets 0–29 challenger, 30–89 champion, 90–99 held out (binomial, 200 keys).
+    expect(arms.challenger).toBeGreaterThan(35);
+    expect(arms.challenger).toBeLessThan(85);
+    expect(arms.holdout).toBeGreaterThan(5);
+    expect(arms.holdout).toBeLessThan(40);
+    // /v1/decide: the same buckets, never held out; the body names the model that decided.
+    const seen = new Set();
+    for (let i = 0; i < 60; i++) {
+      const res = await w.decide({ state: EXAMPLE_STATE }, { "x-user": `user-${i}` });
+      const d = await res.json();
+      const line = await w.waitForLog((l) => l.event === "decision" && l.decision_id === d.decision_id);
+      expect(line.arm).not.toBe("holdout");
+      expect(d.model_version).toBe(line.arm === "challenger" ? "challenger-test" : h.model.version);
+      expect(d.action).toBe(line.arm === "challenger" ? "route_b" : "route_a");
+      seen.add(line.arm);
+    }
+    expect([...seen].sort()).toEqual(["challenger", "champion"]);
+  });
+
+  test("without an embedded challenger, CHALLENGER_PERCENT serves everything from the champion", async () => {
+    const w = await worker(vars);
+    const h = await (await w.fetch("/v1/health")).json();
+    expect(h.challenger).toBeUndefined();
+    for (let i = 0; i < 40; i++) {
+      const line = await routed(w, { "x-user": `user-${i}` });
+      expect(line.arm).not.toBe("challenger");
+    }
   });
 });

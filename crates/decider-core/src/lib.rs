@@ -19,8 +19,7 @@
 //!   regions, canary buckets, failover, signal freshness.
 //!
 //! Modules depend on each other in this order only (no cycles): `actions`, `state` →
-//! `features`, `rules` → `model` → `output` → `policy` → `decider`, `record`; `routing`
-//! uses `actions` and `state`.
+//! `features`, `rules` → `model` → `output` → `policy` → `decider`, `record` → `routing`.
 #![deny(missing_docs)]
 
 pub mod actions;

@@ -5,6 +5,7 @@
 //! request, the environment and KV, and asks this module what they mean for the decision.
 
 use crate::actions::Action;
+use crate::record::Arm;
 use crate::state::{Signals, MAX_REQUEST_TYPE, NUM_REGIONS as REGIONS};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -222,6 +223,21 @@ pub fn in_canary(key: &str, percent: u8) -> bool {
     canary_bucket(key) < percent.min(100)
 }
 
+/// The rollout arm of a routing key, by its sticky bucket: buckets below
+/// `challenger_percent` (and within the canary share) are served by the challenger, the rest
+/// of the canary share by the champion, and buckets at or above `canary_percent` are held
+/// out on rules. Raising either share only moves keys into its arm, never back out.
+pub fn arm(key: &str, canary_percent: u8, challenger_percent: u8) -> Arm {
+    let b = canary_bucket(key);
+    if b >= canary_percent.min(100) {
+        Arm::Holdout
+    } else if b < challenger_percent.min(100) {
+        Arm::Challenger
+    } else {
+        Arm::Champion
+    }
+}
+
 /// Where each routed action goes when its origin fails (`FAILOVER`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failover(pub BTreeMap<Action, Action>);
@@ -396,6 +412,30 @@ mod tests {
             let k = format!("u{i}");
             !in_canary(&k, 30) || in_canary(&k, 50)
         }));
+    }
+
+    #[test]
+    fn arms_split_the_buckets() {
+        let n = 20_000;
+        let mut counts = std::collections::BTreeMap::new();
+        for i in 0..n {
+            let key = format!("user-{i}");
+            let a = arm(&key, 90, 20);
+            *counts.entry(a).or_insert(0) += 1;
+            // Sticky, and consistent with the canary share.
+            assert_eq!(a, arm(&key, 90, 20));
+            assert_eq!(a == Arm::Holdout, !in_canary(&key, 90));
+            // Growing the challenger's share only adds keys to it.
+            if a == Arm::Challenger {
+                assert_eq!(arm(&key, 90, 30), Arm::Challenger);
+            }
+        }
+        let share = |a: Arm| f64::from(counts[&a]) / f64::from(n);
+        assert!((share(Arm::Challenger) - 0.2).abs() < 0.015, "{counts:?}");
+        assert!((share(Arm::Champion) - 0.7).abs() < 0.015, "{counts:?}");
+        assert!((share(Arm::Holdout) - 0.1).abs() < 0.015, "{counts:?}");
+        assert_eq!(arm("k", 100, 0), Arm::Champion);
+        assert_eq!(arm("k", 0, 50), Arm::Holdout);
     }
 
     #[test]
