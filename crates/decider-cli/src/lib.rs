@@ -8,15 +8,17 @@
 //! - [`gbdt`]: histogram gradient-boosted trees (multiclass softmax), the model family.
 //! - [`train`]: training pipeline — split, fit, early stop, calibrate, pick the threshold, write.
 //! - [`metrics`]: accuracy, confusion, ECE, accuracy–coverage curves, system accuracy.
-//! - [`report`]: model card (markdown) and curve (SVG).
+//! - [`card`]: model card (markdown) and accuracy–coverage curve (SVG).
+//! - [`svg`]: the small SVG writer the curve and the report's charts share.
 //! - [`serve`]: the decision path shared by `decide` and `eval` (policy from decider-core).
 #![deny(missing_docs)]
 
+pub mod card;
 pub mod dataset;
 pub mod gbdt;
 pub mod metrics;
-pub mod report;
 pub mod rng;
 pub mod serve;
 pub mod simulate;
+pub mod svg;
 pub mod train;

@@ -3,10 +3,10 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use decider_cli::card;
 use decider_cli::dataset;
 use decider_cli::gbdt::GbdtParams;
 use decider_cli::metrics::{evaluate, Evaluation};
-use decider_cli::report;
 use decider_cli::serve::Decider;
 use decider_cli::simulate::{simulate, SimOptions, LABEL_NOISE};
 use decider_cli::train::{self, TrainOptions};
@@ -296,7 +296,7 @@ fn cmd_train(a: TrainArgs) -> Result<()> {
     let title = format!("{}: validation accuracy vs coverage", art.model_version);
     std::fs::write(
         &svg_path,
-        report::curve_svg(&trained.curve, art.threshold, &title),
+        card::curve_svg(&trained.curve, art.threshold, &title),
     )
     .with_context(|| format!("{}", svg_path.display()))?;
     let extra = match &a.card_extra {
@@ -306,7 +306,7 @@ fn cmd_train(a: TrainArgs) -> Result<()> {
     let svg_name = svg_path
         .file_name()
         .map_or(String::new(), |s| s.to_string_lossy().to_string());
-    std::fs::write(&card_path, report::model_card(art, &svg_name, &extra))
+    std::fs::write(&card_path, card::model_card(art, &svg_name, &extra))
         .with_context(|| format!("{}", card_path.display()))?;
     let secs = started.elapsed().as_secs_f64();
     if a.json {
@@ -395,7 +395,7 @@ fn cmd_eval(a: EvalArgs) -> Result<()> {
     let e = evaluate(&d, &data.rows);
     if let Some(p) = &a.curve {
         let title = format!("{} on {}", e.model_version, a.data.display());
-        std::fs::write(p, report::curve_svg(&e.curve, e.threshold, &title))
+        std::fs::write(p, card::curve_svg(&e.curve, e.threshold, &title))
             .with_context(|| format!("{}", p.display()))?;
     }
     if a.json {
