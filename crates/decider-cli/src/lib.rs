@@ -10,12 +10,14 @@
 //! - [`metrics`]: accuracy, confusion, ECE, accuracy–coverage curves, system accuracy.
 //! - [`card`]: model card (markdown) and accuracy–coverage curve (SVG).
 //! - [`svg`]: the small SVG writer the curve and the report's charts share.
+//! - [`logs`]: streaming reader of decision/outcome records from every log source.
 //! - [`serve`]: the decision path shared by `decide` and `eval` (policy from decider-core).
 #![deny(missing_docs)]
 
 pub mod card;
 pub mod dataset;
 pub mod gbdt;
+pub mod logs;
 pub mod metrics;
 pub mod rng;
 pub mod serve;
