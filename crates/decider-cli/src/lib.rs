@@ -11,6 +11,7 @@
 //! - [`card`]: model card (markdown) and accuracy–coverage curve (SVG).
 //! - [`svg`]: the small SVG writer the curve and the report's charts share.
 //! - [`logs`]: streaming reader of decision/outcome records from every log source.
+//! - [`report`]: `decider report` — join, success rates with intervals, fallback over time, verdicts.
 //! - [`serve`]: the decision path shared by `decide` and `eval` (policy from decider-core).
 #![deny(missing_docs)]
 
@@ -19,6 +20,7 @@ pub mod dataset;
 pub mod gbdt;
 pub mod logs;
 pub mod metrics;
+pub mod report;
 pub mod rng;
 pub mod serve;
 pub mod simulate;
