@@ -241,6 +241,14 @@ fn bad_records_name_their_field() {
         assert_eq!(skipped(&s), [0, 0, 1, 0, 0], "{line}");
         assert!(s.samples[0].contains(want), "{want} not in {:?}", s.samples);
     }
+    // Workers Logs holds a bad record twice (parsed `source`, raw `$metadata.message`): once.
+    let line = good.replace(r#""hour":10"#, r#""hour":24"#);
+    let event = format!(
+        r#"{{"source":{line},"$metadata":{{"message":{}}}}}"#,
+        serde_json::to_string(&line).unwrap()
+    );
+    let (_, s) = read(event.as_bytes());
+    assert_eq!(skipped(&s), [0, 0, 1, 0, 0], "{:?}", s.samples);
     let outcome = r#"{"log_version":1,"event":"outcome","ts":"2026-12-02T10:00:00.000Z","decision_id":"x","reward":null}"#;
     let (_, s) = read(outcome.as_bytes());
     assert!(

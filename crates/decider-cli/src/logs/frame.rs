@@ -35,6 +35,7 @@ pub struct LogReader {
 #[derive(Default)]
 struct Tally {
     found: u32,
+    bad: u32,
 }
 
 struct Counting<R> {
@@ -269,7 +270,6 @@ impl LogReader {
     fn unit(&mut self, text: &[u8], name: &str, at: u64, visit: &mut dyn FnMut(Record<'_>)) {
         let text = text.trim_ascii_end();
         let mut tally = Tally::default();
-        let before = self.stats.skipped.get(SkipReason::BadRecord);
         let first = text
             .iter()
             .position(|c| !c.is_ascii_whitespace())
@@ -278,7 +278,7 @@ impl LogReader {
             let mut de = serde_json::Deserializer::from_slice(&text[first..]);
             if let Ok(items) = Lax::<Box<RawLine<'_>>>::deserialize(&mut de) {
                 self.walk_lax(&items, 0, &mut tally, name, at, visit);
-                return self.end_unit(&tally, before, name, at);
+                return self.end_unit(&tally, name, at);
             }
         }
         let Some(brace) = text.iter().position(|&c| c == b'{') else {
@@ -303,11 +303,11 @@ impl LogReader {
                 return self.skip(reason, name, at, &e.to_string());
             }
         }
-        self.end_unit(&tally, before, name, at);
+        self.end_unit(&tally, name, at);
     }
 
-    fn end_unit(&mut self, tally: &Tally, bad_before: u64, name: &str, at: u64) {
-        if tally.found == 0 && self.stats.skipped.get(SkipReason::BadRecord) == bad_before {
+    fn end_unit(&mut self, tally: &Tally, name: &str, at: u64) {
+        if tally.found == 0 && tally.bad == 0 {
             self.skip(
                 SkipReason::NotARecord,
                 name,
@@ -336,7 +336,10 @@ impl LogReader {
                     }
                     visit(rec);
                 }
-                Err(b) => self.skip(SkipReason::BadRecord, name, at, &b.to_string()),
+                Err(b) => {
+                    tally.bad += 1;
+                    self.skip(SkipReason::BadRecord, name, at, &b.to_string());
+                }
             }
             return;
         }
@@ -355,13 +358,13 @@ impl LogReader {
                 }
             }
         }
-        let found_before = tally.found;
+        let before = (tally.found, tally.bad);
         if let Some(source) = &raw.source {
             self.walk_lax(source, depth + 1, tally, name, at, visit);
         }
         // Workers Logs keeps the raw text in $metadata.message; read it only when the
-        // parsed `source` gave nothing, or a record would count twice.
-        if tally.found == found_before {
+        // parsed `source` held no record (good or bad), or a record would count twice.
+        if (tally.found, tally.bad) == before {
             if let Some(Lax::Map(meta)) = &raw.metadata {
                 if let Some(Scalar::Str(s)) = &meta.message {
                     self.text(s, depth + 1, tally, name, at, visit);
