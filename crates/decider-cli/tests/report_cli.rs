@@ -149,6 +149,11 @@ fn text_tables_charts_and_exit_codes() {
         err.starts_with("decider: error: ") && err.contains("no-such-file.log"),
         "{err}"
     );
+    assert_eq!(
+        err.matches("no-such-file.log").count(),
+        1,
+        "said once: {err}"
+    );
     let o = decider(&["report", "--logs", path.to_str().unwrap(), "--slo-ms", "0"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--slo-ms"));

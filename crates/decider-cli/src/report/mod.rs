@@ -58,8 +58,8 @@ pub enum ReportError {
     /// An option out of range.
     #[error("{0}")]
     Arg(String),
-    /// A log file could not be opened, or a chart not written.
-    #[error("{0}")]
+    /// A log file could not be opened, or a chart not written (the message names it).
+    #[error(transparent)]
     Io(#[from] std::io::Error),
 }
 
