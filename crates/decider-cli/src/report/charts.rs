@@ -35,7 +35,7 @@ fn fallback_over_time(r: &Report) -> String {
             .fold(0.0, f64::max)
             .max(1e-9),
     );
-    let (x0, x1, y0, y1) = (PAD, W - 170.0, H - PAD, PAD);
+    let (x0, x1, y0, y1) = (PAD + 16.0, W - 200.0, H - PAD, PAD);
     let y = |v: f64| y0 - v / top * (y0 - y1);
     for i in 0..=5 {
         let v = top * f64::from(i) / 5.0;
