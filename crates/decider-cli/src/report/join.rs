@@ -365,3 +365,63 @@ impl Join {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pending_entry_stays_small() {
+        // The join's memory is one of these plus an 8-byte key per decision id.
+        assert_eq!(std::mem::size_of::<Pending>(), 16);
+    }
+
+    #[test]
+    fn reward_follows_the_success_rule() {
+        let rule = SuccessRule {
+            slo_ms: Some(100.0),
+            reject_reward: 0.25,
+        };
+        let p = |flags, status, latency: f32, reward: f32| Pending {
+            flags,
+            status,
+            latency_ms: latency,
+            reward,
+            ..Pending::default()
+        };
+        let r = |x: Pending| Join::reward(&x, &rule);
+        assert_eq!(r(p(HAS_DECISION, 200, 50.0, f32::NAN)), None);
+        assert_eq!(
+            r(p(HAS_DECISION | HAS_EMBEDDED, 200, 50.0, f32::NAN)),
+            Some(1.0)
+        );
+        assert_eq!(
+            r(p(HAS_DECISION | HAS_EMBEDDED, 200, 150.0, f32::NAN)),
+            Some(0.0)
+        );
+        assert_eq!(
+            r(p(HAS_DECISION | HAS_EMBEDDED, 200, f32::NAN, f32::NAN)),
+            Some(1.0)
+        );
+        assert_eq!(
+            r(p(HAS_DECISION | HAS_EMBEDDED, 500, 50.0, f32::NAN)),
+            Some(0.0)
+        );
+        assert_eq!(
+            r(p(HAS_DECISION | HAS_EMBEDDED, 0, f32::NAN, f32::NAN)),
+            Some(0.0)
+        );
+        assert_eq!(
+            r(p(HAS_DECISION | HAS_EMBEDDED | REJECT, 503, 0.0, f32::NAN)),
+            Some(0.25)
+        );
+        assert_eq!(
+            r(p(HAS_DECISION | HAS_LINE | REJECT, 0, f32::NAN, 0.7)),
+            Some(0.7)
+        );
+        assert_eq!(
+            r(p(HAS_DECISION | HAS_LINE, 404, 20.0, f32::NAN)),
+            Some(1.0)
+        );
+    }
+}
