@@ -122,7 +122,8 @@ impl LogReader {
     /// Reads one input (plain or gzip), handing each record to `visit`.
     ///
     /// # Errors
-    /// None today beyond the signature's `io::Result`: read failures are counted.
+    /// None yet: a read failure is counted as [`SkipReason::ReadError`] and ends this input.
+    /// The `io::Result` leaves room for callers that want to stop instead.
     pub fn read_stream<R: Read>(
         &mut self,
         name: &str,

@@ -129,13 +129,15 @@ impl GroupStats {
             }
         }
         if let Some(l) = latency_ms {
-            let h = self.latency.get_or_insert_with(|| {
-                Box::new(
-                    Histogram::new_with_bounds(1, LATENCY_MAX_US, 3)
-                        .unwrap_or_else(|_| Histogram::new(3).unwrap_or_else(|_| unreachable!())),
-                )
-            });
-            h.saturating_record((l * 1000.0).round() as u64);
+            if self.latency.is_none() {
+                // Constant, valid bounds: this cannot fail.
+                self.latency = Histogram::new_with_bounds(1, LATENCY_MAX_US, 3)
+                    .ok()
+                    .map(Box::new);
+            }
+            if let Some(h) = &mut self.latency {
+                h.saturating_record((l * 1000.0).round() as u64);
+            }
         }
     }
 

@@ -31,6 +31,8 @@ const ROUND_S: [i64; 20] = [
     172_800, 604_800,
 ];
 const MAX_AUTO_BUCKETS: i64 = 60;
+/// Most report buckets from `--bucket`: beyond this its width is doubled until they fit.
+pub const MAX_BUCKETS: i64 = 10_000;
 
 /// Decisions and fallbacks in one time bin.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -119,23 +121,39 @@ impl Timeline {
 
     /// True when `--bucket` was too fine for the span and had to be doubled.
     pub fn widened(&self) -> bool {
-        self.widened
+        self.widened || (self.explicit && self.report_width() != self.width_ms)
+    }
+
+    fn span_ms(&self) -> Option<(i64, i64)> {
+        let (first, _) = self.bins.first_key_value()?;
+        let (last, _) = self.bins.last_key_value()?;
+        Some((first * self.width_ms, last * self.width_ms))
+    }
+
+    /// Width of the report buckets: the round automatic one, or `--bucket` doubled while
+    /// it would give more than [`MAX_BUCKETS`] (empty buckets are listed too, so two
+    /// decisions a year apart at `--bucket 1s` must not ask for 31 million).
+    fn report_width(&self) -> i64 {
+        let Some((lo_ms, hi_ms)) = self.span_ms() else {
+            return self.width_ms;
+        };
+        if !self.explicit {
+            return self.round_width(lo_ms, hi_ms);
+        }
+        let mut w = self.width_ms;
+        while hi_ms.div_euclid(w) - lo_ms.div_euclid(w) >= MAX_BUCKETS {
+            w *= 2;
+        }
+        w
     }
 
     /// The report buckets, every one from the first decision's to the last's (empty ones
     /// included), and their width in ms.
     pub fn buckets(&self) -> (i64, Vec<Bucket>) {
-        let (Some((&first, _)), Some((&last, _))) =
-            (self.bins.first_key_value(), self.bins.last_key_value())
-        else {
+        let Some((lo_ms, hi_ms)) = self.span_ms() else {
             return (self.width_ms, Vec::new());
         };
-        let (lo_ms, hi_ms) = (first * self.width_ms, last * self.width_ms);
-        let width = if self.explicit {
-            self.width_ms
-        } else {
-            self.round_width(lo_ms, hi_ms)
-        };
+        let width = self.report_width();
         let first_b = lo_ms.div_euclid(width);
         let count = hi_ms.div_euclid(width) - first_b + 1;
         let mut out: Vec<Bucket> = (0..count)
@@ -268,6 +286,18 @@ mod tests {
         assert_eq!(b[0].bin.n, 5);
         assert_eq!(b[6].bin.n, 1);
         assert!(!t.widened());
+    }
+
+    #[test]
+    fn a_fine_bucket_over_a_long_span_is_widened_not_allocated() {
+        let mut t = Timeline::new(Some(1000));
+        t.add(T0, None);
+        t.add(T0 + 365 * 86_400_000, Some(1));
+        let (w, b) = t.buckets();
+        assert!(b.len() as i64 <= MAX_BUCKETS, "{} buckets", b.len());
+        assert!(w > 1000 && w % 1000 == 0);
+        assert!(t.widened());
+        assert_eq!(b.iter().map(|x| x.bin.n).sum::<u64>(), 2);
     }
 
     #[test]
