@@ -3,11 +3,11 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use decider_cli::card;
 use decider_cli::dataset;
 use decider_cli::gbdt::GbdtParams;
 use decider_cli::loadtest;
 use decider_cli::metrics::{evaluate, Evaluation};
-use decider_cli::report;
 use decider_cli::simulate::{simulate, SimOptions, LABEL_NOISE};
 use decider_cli::train::{self, TrainOptions};
 use decider_core::{
@@ -52,6 +52,12 @@ enum Command {
     /// Load-test a running Worker: open-loop constant rate or step ramp; latency percentiles,
     /// errors by kind, decisions by x-decision-source.
     Loadtest(loadtest::LoadtestArgs),
+    /// Report on decision logs: success by arm, source, model version, origin and endpoint with
+    /// 95% intervals; fallbacks by reason and over time; verdicts (retrain, promote, roll back).
+    #[command(
+        after_help = "Examples:\n  npx wrangler tail --format json > tail.json   # or: wrangler dev 2>&1 | tee dev.log\n  decider report --logs tail.json\n  decider report --logs logpush/*.log.gz workers-logs-export.json --slo-ms 250 --bucket 5m\n  decider report --logs dev.log --json | jq '.by_arm, .verdicts'\n  decider report --logs tail.json --svg-dir charts/\n\nReads raw wrangler dev/workerd output, wrangler tail --format json, Logpush\nworkers_trace_events NDJSON and Workers Logs exports, plain or gzip. Lines that hold no\nrecord are counted by reason (see `skipped`). Exit code 1 with a one-line error when a file\ncannot be read or an option is out of range."
+    )]
+    Report(decider_cli::report::ReportArgs),
 }
 
 #[derive(Args)]
@@ -170,6 +176,7 @@ fn main() {
         Command::Eval(a) => cmd_eval(a),
         Command::Decide(a) => cmd_decide(a),
         Command::Loadtest(a) => loadtest::run(&a),
+        Command::Report(a) => decider_cli::report::run(&a).map_err(Into::into),
     };
     if let Err(e) = result {
         let msg = format!("{e:#}").replace('\n', " ");
@@ -311,7 +318,7 @@ fn cmd_train(a: TrainArgs) -> Result<()> {
     let title = format!("{}: validation accuracy vs coverage", art.model_version);
     std::fs::write(
         &svg_path,
-        report::curve_svg(&trained.curve, art.threshold, &title),
+        card::curve_svg(&trained.curve, art.threshold, &title),
     )
     .with_context(|| format!("{}", svg_path.display()))?;
     let extra = match &a.card_extra {
@@ -321,7 +328,7 @@ fn cmd_train(a: TrainArgs) -> Result<()> {
     let svg_name = svg_path
         .file_name()
         .map_or(String::new(), |s| s.to_string_lossy().to_string());
-    std::fs::write(&card_path, report::model_card(art, &svg_name, &extra))
+    std::fs::write(&card_path, card::model_card(art, &svg_name, &extra))
         .with_context(|| format!("{}", card_path.display()))?;
     let secs = started.elapsed().as_secs_f64();
     if a.json {
@@ -410,7 +417,7 @@ fn cmd_eval(a: EvalArgs) -> Result<()> {
     let e = evaluate(&model, &d, &data.rows);
     if let Some(p) = &a.curve {
         let title = format!("{} on {}", e.model_version, a.data.display());
-        std::fs::write(p, report::curve_svg(&e.curve, e.threshold, &title))
+        std::fs::write(p, card::curve_svg(&e.curve, e.threshold, &title))
             .with_context(|| format!("{}", p.display()))?;
     }
     if a.json {

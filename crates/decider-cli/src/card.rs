@@ -2,6 +2,7 @@
 //! curve (SVG, dependency-free so it renders anywhere a browser or GitHub does).
 
 use crate::metrics::CurvePoint;
+use crate::svg::Svg;
 use decider_core::Artifact;
 use std::fmt::Write;
 
@@ -16,56 +17,26 @@ pub fn curve_svg(points: &[CurvePoint], threshold: f64, title: &str) -> String {
     let lo = (min_acc * 100.0).floor() / 100.0;
     let x = |c: f64| pad + c * (w - 2.0 * pad);
     let y = |a: f64| h - pad - (a - lo) / (1.0 - lo) * (h - 2.0 * pad);
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">
-<rect width="100%" height="100%" fill="white"/>
-<text x="{}" y="24" text-anchor="middle" font-size="15">{}</text>
-"##,
-        w / 2.0,
-        escape(title)
-    );
+    let mut s = Svg::new(w, h, title);
     for i in 0..=10 {
         let c = f64::from(i) / 10.0;
-        let _ = writeln!(
-            s,
-            r##"<line x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}" stroke="#eee"/><text x="{0:.1}" y="{3:.1}" text-anchor="middle">{4:.0}%</text>"##,
-            x(c),
-            y(lo),
-            y(1.0),
-            h - pad + 16.0,
-            c * 100.0
-        );
+        s.vgrid(x(c), y(lo), y(1.0), &format!("{:.0}%", c * 100.0));
     }
     let steps = ((1.0 - lo) / 0.01).round() as i32;
     let every = (steps / 10).max(1);
     for i in (0..=steps).step_by(every as usize) {
         let a = lo + f64::from(i) * 0.01;
-        let _ = writeln!(
-            s,
-            r##"<line x1="{0:.1}" y1="{1:.1}" x2="{2:.1}" y2="{1:.1}" stroke="#eee"/><text x="{3:.1}" y="{4:.1}" text-anchor="end">{5:.0}%</text>"##,
-            x(0.0),
-            y(a),
-            x(1.0),
-            pad - 6.0,
-            y(a) + 4.0,
-            a * 100.0
-        );
+        s.hgrid(x(0.0), x(1.0), y(a), &format!("{:.0}%", a * 100.0));
     }
-    let path: Vec<String> = points
+    let path: Vec<(f64, f64)> = points
         .iter()
-        .map(|p| format!("{:.1},{:.1}", x(p.coverage), y(p.accuracy)))
+        .map(|p| (x(p.coverage), y(p.accuracy)))
         .collect();
-    let _ = writeln!(
-        s,
-        r##"<polyline fill="none" stroke="#1f77b4" stroke-width="2" points="{}"/>"##,
-        path.join(" ")
-    );
+    s.polyline(&path, "#1f77b4", 2.0, None);
     if let Some(p) = points.iter().rev().find(|p| p.threshold >= threshold) {
-        let _ = writeln!(
-            s,
-            r##"<circle cx="{:.1}" cy="{:.1}" r="5" fill="#d62728"/><text x="{:.1}" y="{:.1}" fill="#d62728">threshold {:.3}: coverage {:.1}%, accuracy {:.2}%</text>"##,
+        s.raw(&format!(
+            r##"<circle cx="{:.1}" cy="{:.1}" r="5" fill="#d62728"/><text x="{:.1}" y="{:.1}" fill="#d62728">threshold {:.3}: coverage {:.1}%, accuracy {:.2}%</text>
+"##,
             x(p.coverage),
             y(p.accuracy),
             x(p.coverage.min(0.55)),
@@ -73,25 +44,15 @@ pub fn curve_svg(points: &[CurvePoint], threshold: f64, title: &str) -> String {
             threshold,
             p.coverage * 100.0,
             p.accuracy * 100.0
-        );
+        ));
     }
-    let _ = write!(
-        s,
-        r##"<text x="{}" y="{}" text-anchor="middle">coverage (share decided by the model)</text>
-<text transform="translate(14,{}) rotate(-90)" text-anchor="middle">accuracy of model-decided share</text>
-</svg>
-"##,
+    s.raw(&format!(
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">coverage (share decided by the model)</text>\n",
         w / 2.0,
-        h - 12.0,
-        h / 2.0
-    );
-    s
-}
-
-fn escape(t: &str) -> String {
-    t.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+        h - 12.0
+    ));
+    s.y_title(14.0, h / 2.0, "accuracy of model-decided share");
+    s.finish()
 }
 
 fn pct(v: &serde_json::Value) -> String {

@@ -1,0 +1,185 @@
+//! ISO-8601 UTC timestamps of decision records ↔ milliseconds since the Unix epoch.
+//!
+//! Hand-written rather than a date crate: the records carry one fixed shape
+//! (`2026-12-02T10:00:00.123Z`), and the reader parses one per line on its hot path.
+
+/// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` into milliseconds since the epoch.
+/// A space may stand for the `T`; fractions beyond milliseconds are truncated.
+///
+/// # Errors
+/// A short description of what was wrong (the caller names the field).
+pub fn parse_iso_ms(s: &str) -> Result<i64, &'static str> {
+    let b = s.as_bytes();
+    if b.len() < 20 {
+        return Err("expected an ISO-8601 UTC time like 2026-12-02T10:00:00.123Z");
+    }
+    let num = |from: usize, len: usize| -> Result<i64, &'static str> {
+        let mut v = 0i64;
+        for &c in &b[from..from + len] {
+            if !c.is_ascii_digit() {
+                return Err("expected an ISO-8601 UTC time like 2026-12-02T10:00:00.123Z");
+            }
+            v = v * 10 + i64::from(c - b'0');
+        }
+        Ok(v)
+    };
+    let seps = [(4, b'-'), (7, b'-'), (13, b':'), (16, b':')];
+    if seps.iter().any(|&(i, c)| b[i] != c) || !matches!(b[10], b'T' | b't' | b' ') {
+        return Err("expected an ISO-8601 UTC time like 2026-12-02T10:00:00.123Z");
+    }
+    let (year, month, day) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
+    let (hour, minute, second) = (num(11, 2)?, num(14, 2)?, num(17, 2)?);
+    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+        return Err("not a calendar date");
+    }
+    // 60 admits a leap second; it folds into the next minute like most parsers do.
+    if hour > 23 || minute > 59 || second > 60 {
+        return Err("time of day out of range");
+    }
+    let mut i = 19;
+    let mut millis = 0i64;
+    if b[i] == b'.' {
+        i += 1;
+        let start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            if i - start < 3 {
+                millis = millis * 10 + i64::from(b[i] - b'0');
+            }
+            i += 1;
+        }
+        if i == start {
+            return Err("empty fraction of a second");
+        }
+        for _ in (i - start)..3 {
+            millis *= 10;
+        }
+    }
+    let offset_min = match &b[i..] {
+        [b'Z' | b'z'] => 0,
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let digits = [*h1, *h2, *m1, *m2];
+            if !digits.iter().all(u8::is_ascii_digit) {
+                return Err("malformed UTC offset");
+            }
+            let v = i64::from(digits[0] - b'0') * 600
+                + i64::from(digits[1] - b'0') * 60
+                + i64::from(digits[2] - b'0') * 10
+                + i64::from(digits[3] - b'0');
+            if *sign == b'-' {
+                -v
+            } else {
+                v
+            }
+        }
+        _ => return Err("expected Z or a ±HH:MM offset after the time"),
+    };
+    let days = days_from_civil(year, month, day);
+    let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset_min * 60;
+    Ok(secs * 1000 + millis)
+}
+
+/// Formats milliseconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ` (whole seconds).
+pub fn format_iso_s(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+fn is_leap(y: i64) -> bool {
+    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+}
+
+fn days_in_month(y: i64, m: i64) -> i64 {
+    match m {
+        2 if is_leap(y) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+// Howard Hinnant's days-from-civil and its inverse (proleptic Gregorian calendar).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (
+        if m <= 2 {
+            yoe + era * 400 + 1
+        } else {
+            yoe + era * 400
+        },
+        m,
+        d,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_record_shape_and_offsets() {
+        assert_eq!(parse_iso_ms("1970-01-01T00:00:00.000Z"), Ok(0));
+        assert_eq!(parse_iso_ms("1970-01-01T00:00:01.5Z"), Ok(1500));
+        // 2026-12-02T10:00:00.123Z, checked with `date -u -d ... +%s`.
+        assert_eq!(
+            parse_iso_ms("2026-12-02T10:00:00.123Z"),
+            Ok(1_796_205_600_123)
+        );
+        assert_eq!(
+            parse_iso_ms("2026-12-02T11:00:00.123456+01:00"),
+            Ok(1_796_205_600_123)
+        );
+        assert_eq!(parse_iso_ms("2024-02-29 23:59:59Z"), Ok(1_709_251_199_000));
+    }
+
+    #[test]
+    fn refuses_malformed_times() {
+        for bad in [
+            "",
+            "yesterday",
+            "2026-13-01T00:00:00Z",
+            "2026-02-30T00:00:00Z",
+            "2026-12-02T24:00:00Z",
+            "2026-12-02T10:00:00",
+            "2026-12-02T10:00:00.Z",
+            "2026-12-02T10:00:00+1:00",
+            "2026-12-02T10:00:00Zjunk",
+            "२०२६-12-02T10:00:00Z",
+        ] {
+            assert!(parse_iso_ms(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn formats_back() {
+        assert_eq!(format_iso_s(1_796_205_600_123), "2026-12-02T10:00:00Z");
+        assert_eq!(format_iso_s(0), "1970-01-01T00:00:00Z");
+        assert_eq!(format_iso_s(-1), "1969-12-31T23:59:59Z");
+        for ms in [0, 951_782_400_000, 1_709_251_199_000, 4_102_444_800_000] {
+            assert_eq!(parse_iso_ms(&format_iso_s(ms)), Ok(ms));
+        }
+    }
+}
