@@ -160,7 +160,7 @@ clean:
 # One run, then BENCHMARKS.md rendered from its result files (bench/results/): the decision in
 # wasm in V8, workerd CPU per request and cold start of edge-decider against an empty
 # workers-rs Worker (with an A/A control), wasm sizes, `decider loadtest` against oha, and
-# `decider report` on 1,000,000 log lines. About 15 minutes; BENCH_QUICK=1: a short check.
+# `decider report` on 1,000,000 log lines. About 10 minutes; BENCH_QUICK=1: a short check.
 .PHONY: bench
 bench: setup
 	bash bench/run.sh
