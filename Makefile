@@ -163,9 +163,10 @@ clean:
 	rm -rf build .wrangler
 
 # --- bench (perf) ---
-# Regenerates BENCHMARKS.md from one run: criterion (native), the decision in V8 (wasm vs JS),
-# edge-decider vs an empty workers-rs Worker vs a plain-JS Worker in workerd at the same rates,
-# knees, cold starts, sizes, and the agreement of `decider loadtest` with oha. BENCH_QUICK=1: short.
+# One run, then BENCHMARKS.md rendered from its result files (bench/results/): the decision in
+# wasm in V8, workerd CPU per request and cold start of edge-decider against an empty
+# workers-rs Worker (with an A/A control), wasm sizes, `decider loadtest` against oha, and
+# `decider report` on 1,000,000 log lines. About 10 minutes; BENCH_QUICK=1: a short check.
 .PHONY: bench
 bench: setup
 	bash bench/run.sh

@@ -1,107 +1,62 @@
 #!/usr/bin/env bash
-# `make bench`: builds everything the benchmarks need (each step skipped when up to date),
-# runs them, and regenerates BENCHMARKS.md from the results. Loopback only; bounded.
-#
-#   BENCH_QUICK=1 bash bench/run.sh   short runs, for checking the pipeline (noisier numbers)
-#
-# Steps: the Worker (make build), the floor Worker, the plain-wasm decision module, the load
-# generator, oha (pinned, for the agreement check), then criterion (native), the V8
-# micro-benchmark, the side-by-side run in workerd, the agreement check, the garbage
-# collections behind the tail (bench/gc_probe.mjs), and the report.
+# `make bench`: builds what the benchmarks need (each build skipped when up to date), runs each
+# measurement once into bench/results/*.json, and renders BENCHMARKS.md from those files.
+# Steps: micro (the decision in V8), inturn (workerd CPU and latency at 200/s), cold (cold
+# starts), agreement (`decider loadtest` against oha), report (`decider report` on a large log),
+# sizes (the wasm files). Loopback only. BENCH_QUICK=1: short runs, to check the pipeline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$PWD
-bin="${CARGO_HOME:-$HOME/.cargo}/bin"
-export PATH="$bin:$PATH"
-export WRANGLER_SEND_METRICS=false
+ROOT=$PWD bin="${CARGO_HOME:-$HOME/.cargo}/bin" RESULTS=bench/results OHA=.tools/bin/oha OHA_VERSION=1.16.0
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
-RESULTS=bench/results
-OHA_VERSION=1.16.0
-mkdir -p "$RESULTS" .tools
+export PATH="$bin:$PATH" WRANGLER_SEND_METRICS=false
 say() { printf '\n== %s\n' "$*" >&2; }
-commands=()
-cmd() { commands+=("$*"); "$@"; }
 
+quick=false micro_args=(--runs 21 --iters 20000) cold_args=(--rounds 11) report_args=(--lines 1000000)
 if [[ "${BENCH_QUICK:-}" == 1 ]]; then
-  export BENCH_RATES="${BENCH_RATES:-200,800}" BENCH_DURATION="${BENCH_DURATION:-2s}" BENCH_WARMUP="${BENCH_WARMUP:-500ms}"
-  export BENCH_ROUNDS="${BENCH_ROUNDS:-1}" BENCH_STEP="${BENCH_STEP:-500:2000:500}" BENCH_STEP_DURATION="${BENCH_STEP_DURATION:-1s}"
-  export BENCH_PREWARM="${BENCH_PREWARM:-10s}" BENCH_TOGETHER_DURATION="${BENCH_TOGETHER_DURATION:-3s}"
-  export BENCH_COLD="${BENCH_COLD:-2}" AGREE_ROUNDS="${AGREE_ROUNDS:-2}" AGREE_DURATION="${AGREE_DURATION:-2}"
-  gc_args=(--rounds 1 --seconds 3 --prewarm 10s)
-  micro_args=(--runs 5 --iters 5000 --cold 3)
-  crit_args=(--warm-up-time 1 --measurement-time 2)
-else
-  gc_args=(--rounds 6 --seconds 10 --prewarm 40s)
-  micro_args=(--runs 21 --iters 20000 --cold 9)
-  crit_args=(--warm-up-time 2 --measurement-time 5)
+  quick=true micro_args=(--runs 5 --iters 5000) cold_args=(--rounds 2) report_args=(--lines 100000)
+  export BENCH_ROUNDS="${BENCH_ROUNDS:-2}" BENCH_PREWARM="${BENCH_PREWARM:-3s}" BENCH_DURATION="${BENCH_DURATION:-3s}"
+  export AGREE_ROUNDS="${AGREE_ROUNDS:-1}" AGREE_DURATION="${AGREE_DURATION:-2}"
 fi
-
-say "machine"
-load_start=$(cut -d' ' -f1-3 /proc/loadavg)
-# What is measured: the commit, and whether the measured code differs from it, at the start
-# and again at the end (this run's own result files under bench/results do not count).
-commit=$(git rev-parse --short HEAD)
-measured_paths=(src crates model rules bench ':(exclude)bench/results')
+start_s=$(date +%s) load_start=$(cut -d' ' -f1-3 /proc/loadavg) commit=$(git rev-parse --short HEAD)
+# Whether the measured code differs from the commit, at the start or the end (results excluded).
+measured=(src crates model rules build.rs Cargo.toml Cargo.lock bench ':(exclude)bench/results')
 dirty=false
-git diff --quiet HEAD -- "${measured_paths[@]}" 2>/dev/null || dirty=true
+git diff --quiet HEAD -- "${measured[@]}" || dirty=true
 
 say "builds"
 make --no-print-directory build
-(
-  cd bench/floor-worker
-  WASM_BINDGEN_BIN="${WASM_BINDGEN_BIN:-$bin/wasm-bindgen}" WASM_OPT_BIN="${WASM_OPT_BIN:-$ROOT/node_modules/.bin/wasm-opt}" \
-    CARGO_TARGET_DIR="$TARGET/bench-floor" worker-build --release
-)
-CARGO_TARGET_DIR="$TARGET/bench-wasm-micro" cargo build --release --target wasm32-unknown-unknown \
-  --manifest-path bench/wasm-micro/Cargo.toml
-MICRO_WASM="$TARGET/bench-wasm-micro/wasm32-unknown-unknown/release/decider_wasm_micro.wasm"
+(cd bench/floor-worker && WASM_BINDGEN_BIN="$bin/wasm-bindgen" WASM_OPT_BIN="$ROOT/node_modules/.bin/wasm-opt" CARGO_TARGET_DIR="$TARGET/bench-floor" worker-build --release)
+# Not --locked: this lock file follows decider-core's dependencies, which change without it.
+CARGO_TARGET_DIR="$TARGET/bench-wasm-micro" cargo build --release --target wasm32-unknown-unknown --manifest-path bench/wasm-micro/Cargo.toml
+cargo build --release --locked -p decider-cli
+[[ "$("$OHA" --version 2>/dev/null)" == *"$OHA_VERSION"* ]] || cargo install oha --version "$OHA_VERSION" --locked --root .tools
 
-# The load generator: `decider loadtest`. The scripts below take one executable, so a
-# two-line wrapper (bench/.loadtest, not committed) supplies the subcommand.
-cargo build --release -p decider-cli
-LOADTEST="$ROOT/bench/.loadtest"
-printf '#!/bin/sh\nexec "%s" loadtest "$@"\n' "$TARGET/release/decider" > "$LOADTEST"
-chmod +x "$LOADTEST"
-loadtest_cmd="decider loadtest"
+rm -f "$RESULTS"/*.json && mkdir -p "$RESULTS"
+steps=()
+step() {
+  local name=$1 t0=$(date +%s)
+  say "$name"
+  "${@:2}"
+  steps+=("\"$name\": $(($(date +%s) - t0))")
+}
+DECIDER="$TARGET/release/decider"
+step micro node bench/micro.mjs --wasm "$TARGET/bench-wasm-micro/wasm32-unknown-unknown/release/decider_wasm_micro.wasm" "${micro_args[@]}" --out "$RESULTS/micro.json"
+step inturn node bench/inturn.mjs --decider "$DECIDER" --out "$RESULTS/inturn.json"
+step cold node bench/cold.mjs "${cold_args[@]}" --out "$RESULTS/cold.json"
+step agreement node bench/agreement.mjs --decider "$DECIDER" --oha "$OHA" --out "$RESULTS/agreement.json"
+step report node bench/report_cli.mjs --decider "$DECIDER" "${report_args[@]}" --out "$RESULTS/report.json"
+size() { printf '{"raw": %s, "gzip9": %s}' "$(stat -c %s "$1")" "$(gzip -9 -c "$1" | wc -c)"; }
+printf '{"ours": %s, "floor": %s}\n' "$(size build/index_bg.wasm)" "$(size bench/floor-worker/build/index_bg.wasm)" > "$RESULTS/sizes.json"
 
-OHA=.tools/bin/oha
-if [[ "$("$OHA" --version 2>/dev/null)" != *"$OHA_VERSION"* ]]; then
-  say "installing oha $OHA_VERSION (pinned, into .tools/)"
-  cargo install oha --version "$OHA_VERSION" --locked --root .tools
-fi
-
-say "criterion (native)"
-cmd cargo bench -p decider-core --bench decision -- "${crit_args[@]}"
-
-say "micro-benchmark in V8"
-cmd node bench/micro.mjs --wasm "$MICRO_WASM" "${micro_args[@]}" --out "$RESULTS/micro.json" >/dev/null
-
-say "side by side in workerd"
-cmd node bench/side_by_side.mjs --loadtest "$LOADTEST" --out "$RESULTS/side.json" >/dev/null
-
-say "load generator agreement with oha"
-cmd node bench/agreement.mjs --loadtest "$LOADTEST" --oha "$OHA" --out "$RESULTS/agreement.json" >/dev/null
-
-say "garbage collections (V8 --trace-gc, new processes; explains the tail, not a claim)"
-# A failure here leaves the claims standing: the page then says this section was not measured.
-cmd node bench/gc_probe.mjs --loadtest "$LOADTEST" --only ours,js,floor,js_bounded --rates "${BENCH_TOGETHER_RATES:-100,200}" "${gc_args[@]}" --out "$RESULTS/gc.json" >/dev/null ||
-  printf '{"skipped": "bench/gc_probe.mjs failed (exit %s); its output is in the make bench log"}\n' "$?" > "$RESULTS/gc.json"
-
-say "report"
-load_end=$(cut -d' ' -f1-3 /proc/loadavg)
-git diff --quiet "$commit" -- "${measured_paths[@]}" 2>/dev/null || dirty=true
-node -e '
-const [, out, ...kv] = process.argv;
-const o = Object.fromEntries(kv.map((s) => { const i = s.indexOf("="); return [s.slice(0, i), s.slice(i + 1)]; }));
-o.dirty = o.dirty === "true";
-o.commands = JSON.parse(o.commands);
-require("fs").writeFileSync(out, JSON.stringify(o, null, 2) + "\n");
-' "$RESULTS/machine.json" \
-  "date=$(date -u +%Y-%m-%dT%H:%MZ)" "commit=$commit" "dirty=$dirty" \
-  "cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')" "nproc=$(nproc)" \
-  "mem=$(free -h | awk '/^Mem:/{print $2}')" "kernel=$(uname -sr)" "rustc=$(rustc --version)" "node=$(node --version)" \
-  "load_start=$load_start" "load_end=$load_end" \
-  "commands=$(node -e 'console.log(JSON.stringify(process.argv.slice(1)))' "make bench   # = bash bench/run.sh" \
-     "${commands[@]/#/  }" "  (load generator: $loadtest_cmd)")"
-node bench/report.mjs --results "$RESULTS" --criterion "$TARGET/criterion" --out BENCHMARKS.md
-say "done: BENCHMARKS.md"
+git diff --quiet "$commit" -- "${measured[@]}" || dirty=true
+version() { node -p "require('./node_modules/$1/package.json').version"; }
+str() { node -p 'JSON.stringify(process.argv[1])' "$1"; }
+cat > "$RESULTS/machine.json" <<JSON
+{"date": "$(date -u +%Y-%m-%dT%H:%MZ)", "commit": "$commit", "dirty": $dirty, "quick": $quick, "total_s": $(($(date +%s) - start_s)),
+ "cpu": $(str "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"), "nproc": $(nproc), "mem": "$(free -h | awk '/^Mem:/{print $2}')",
+ "kernel": "$(uname -sr)", "rustc": "$(rustc --version)", "node": "$(node --version)", "wrangler": "$(version wrangler)",
+ "miniflare": "$(version miniflare)", "workerd": "$(version workerd)", "load_start": "$load_start", "load_end": "$(cut -d' ' -f1-3 /proc/loadavg)",
+ "steps_s": {$(IFS=,; echo "${steps[*]}")}}
+JSON
+node bench/render.mjs --results "$RESULTS" --out BENCHMARKS.md
+say "done: BENCHMARKS.md ($(($(date +%s) - start_s)) s)"

@@ -1,0 +1,129 @@
+// Renders BENCHMARKS.md from the result files of one `make bench` run (bench/results/*.json):
+// the judged headline, what each row measures, the tables, the machine and the commands.
+// Every number on the page is read from those files; none is typed in.
+//
+// usage: node bench/render.mjs --results bench/results --out BENCHMARKS.md
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { arg } from "./lib.mjs";
+
+const dir = arg("results", "bench/results");
+const read = (f) => (existsSync(path.join(dir, f)) ? JSON.parse(readFileSync(path.join(dir, f), "utf8")) : null);
+const [machine, micro, inturn, cold, agree, report, sizes] = ["machine", "micro", "inturn", "cold", "agreement", "report", "sizes"].map((n) => read(`${n}.json`));
+
+const num = (v, d = 3) => (typeof v === "number" && Number.isFinite(v) ? v.toFixed(d) : "–");
+const int = (v) => (typeof v === "number" ? v.toLocaleString("en-US") : "?");
+const ms = (us) => num(us / 1000);
+/**
+ * met / not met against `target` ({min, max}); "within noise" when the value lies nearer to
+ * the target's edge than the A/A control `aa` lies to 1, on either side.
+ */
+function judge(v, { min = -Infinity, max = Infinity }, aa) {
+  if (typeof v !== "number" || !Number.isFinite(v)) return "not measured";
+  const inside = v >= min && v <= max;
+  const dist = inside ? Math.min(v - min, max - v) : Math.max(min - v, v - max);
+  if (typeof aa === "number" && dist < Math.abs(aa - 1)) return "**within noise**";
+  return inside ? "**met**" : "**not met**";
+}
+
+const lines = [];
+const p = (s = "") => lines.push(s);
+const row = (...cells) => p(`| ${cells.join(" | ")} |`);
+const table = (...head) => (row(...head), row(...head.map(() => "---")));
+
+p("# Benchmarks");
+p();
+p(`> \`make bench\` on ${machine?.date}, commit \`${machine?.commit}\`${machine?.dirty ? " plus uncommitted changes to the measured code" : ""}, ${Math.round(machine?.total_s / 60)} min. ` +
+  "Every number below is read from that run's files in `bench/results/` by `bench/render.mjs`.");
+if (machine?.quick) p("> **BENCH_QUICK=1: a short pipeline check; these numbers are not claims.**");
+const busy = [machine?.load_start, machine?.load_end].some((l) => Number(l?.split(" ")[0]) > machine?.nproc);
+if (busy) p(`> The machine was busy (1-minute load average above its ${machine.nproc} cores at the start or end of the run): latencies and absolute times are noisy; the ratios compare Workers measured side by side.`);
+p();
+p("## Headline");
+p();
+table("claim", "measured", "A/A control", "target", "verdict");
+row("whole decision in wasm (V8), median CPU µs per decision", `${num(micro?.cpu_us.median, 2)} µs (wall ${num(micro?.wall_us.median, 2)} µs)`, "–", "≤ 5 µs", judge(micro?.cpu_us.median, { max: 5 }));
+const cpu = inturn?.vs_floor.ours.cpu_us.median;
+const cpuAA = inturn?.vs_floor.floor_b.cpu_us.median;
+row(`workerd CPU per request at ${inturn?.rate}/s, edge-decider / empty Worker, median of ${inturn?.rounds} per-round ratios`,
+  `${num(cpu)} (${num(inturn?.summary.ours.cpu_us, 0)} / ${num(inturn?.summary.floor.cpu_us, 0)} µs)`, num(cpuAA), "≤ 1.10", judge(cpu, { max: 1.1 }, cpuAA));
+for (const [k, what, max] of [["total_ms", "fresh workerd → first answered POST /v1/decide", 1.1], ["first_ms", "first request after start-up", 1.15]]) {
+  const [v, aa] = [cold?.vs_floor.ours[k], cold?.vs_floor.floor_b[k]];
+  row(`cold start, ${what}, edge-decider / empty Worker, medians of ${cold?.rounds} rounds`, `${num(v)} (${num(cold?.summary.ours[k], 1)} / ${num(cold?.summary.floor[k], 1)} ms)`,
+    num(aa), `≤ ${max.toFixed(2)}`, judge(v, { max }, aa));
+}
+const kb = (b) => `${num(b / 1000, 1)} KB`;
+row("wasm size, raw and gzip -9 (1 KB = 1,000 bytes)", sizes ? `edge-decider ${kb(sizes.ours.raw)} raw, **${kb(sizes.ours.gzip9)} gzip**; empty Worker ${kb(sizes.floor.raw)} raw, ${kb(sizes.floor.gzip9)} gzip` : "–",
+  "–", "≤ 150 KB gzip", judge(sizes?.ours.gzip9 / 1000, { max: 150 }));
+for (const q of ["p50", "p99"]) {
+  const [v, aa] = [agree?.[`${q}_ratio`], agree?.[`aa_${q}_ratio`]];
+  row(`\`decider loadtest\` / oha, ${q} at ${agree?.rate}/s, both at once, median of ${agree?.rounds} per-round ratios`, num(v), num(aa), "0.90 – 1.10", judge(v, { min: 0.9, max: 1.1 }, aa));
+}
+for (const [k, what, unit, max] of [["wall_s", "wall time", "s", 10], ["max_rss_mb", "peak RSS (1 MB = 10⁶ bytes)", "MB", 200]]) {
+  const verdict = report?.not_measured ? "not measured" : report?.lines === 1e6 ? judge(report?.[k], { max }) : `not judged (${int(report?.lines)} lines)`;
+  row(`\`decider report\` on ${int(report?.lines)} log lines, ${what}`, report?.not_measured ? `not measured: ${report.not_measured}` : `${num(report?.[k], 2)} ${unit}`, "–", `≤ ${max} ${unit}`, verdict);
+}
+p();
+p("**within noise**: the ratio lies nearer to its target's edge than its A/A control (the same measurement of two identical " +
+  "empty Workers, or of two identical generators) lies to 1, so this run cannot tell on which side it is. Latencies (p50, p99) are in the tables, not judged.");
+p();
+p("## What each row measures");
+p();
+p(`- **Whole decision in wasm**: \`decider_core::decider::decide_body_text\`, body text → decision JSON (what \`/v1/decide\` computes between reading the body and writing the response), through the \`Decider\` the Worker builds from the shipped model and default rules, compiled to a plain wasm module (\`bench/wasm-micro\`) and run in Node's V8 on 256 seeded bodies: ${micro?.runs} runs of ${int(micro?.iters_per_run)} decisions after two untimed ones. Judged on this process's CPU time per decision (wall time also counts waiting for a core on a shared machine).`);
+p(`- **workerd CPU per request**: edge-decider, the empty workers-rs Worker (\`bench/floor-worker\`: reads the body, answers a constant JSON) and a second copy of it (A/A), each round in new workerd processes on their own sockets (no Miniflare entry Worker in front): ${inturn?.prewarm} unmeasured at ${inturn?.prewarm_rate}/s each, then ${inturn?.duration} at ${inturn?.rate}/s each, the three loaded in turn by one \`decider loadtest\`. CPU = the workerd process's CPU time (its threads' /proc schedstat) / requests answered, edge-decider's one log line per decision included; per-round ratio to the empty Worker, median over rounds.`);
+p("- **Cold start**: `new Miniflare(…)` starting a fresh workerd with the Worker, to the answer of the first `POST /v1/decide`; and that first request's latency alone. The three Workers start in turn, order rotating each round; the ratio of the medians.");
+p("- **wasm size**: `build/index_bg.wasm` (uploaded with `build/index.js` by `wrangler deploy`) and the empty Worker's, raw and `gzip -9` bytes.");
+p(`- **\`decider loadtest\` / oha**: both load the same edge-decider at once, ${agree?.rate}/s each for ${agree?.duration_s} s per round; ${agree?.oha_version} with \`--latency-correction\`, its percentiles taken from its per-request CSV by nearest rank as \`decider loadtest\` takes them. A/A: two \`decider loadtest\` at once, every round.`);
+p(`- **\`decider report\`**: \`/usr/bin/time -v decider report --logs FILE --json\` on a generated log${report?.generator ? ` (${report.generator}, ${num(report.file_bytes / 1e6, 0)} MB)` : ""}: elapsed wall time and maximum resident set size.`);
+p();
+p("## Tables");
+p();
+if (inturn) {
+  p(`### workerd at ${inturn.rate}/s each, loaded in turn: medians over ${inturn.rounds} rounds`);
+  p();
+  table("Worker", "CPU µs/req (schedstat)", "CPU µs/req (/proc stat)", "p50 ms", "p99 ms", "p99 range ms", "CPU / empty", "p50 / empty", "p99 / empty", "errors", "x-decision-source");
+  for (const [n, s] of Object.entries(inturn.summary)) {
+    const r = inturn.vs_floor[n];
+    row(s.label, num(s.cpu_us, 0), num(s.cpu_stat_us, 0), ms(s.p50_us), ms(s.p99_us), `${ms(s.p99_us_range[0])} – ${ms(s.p99_us_range[1])}`,
+      num(r?.cpu_us.median), num(r?.p50_us.median), num(r?.p99_us.median), int(s.errors), Object.entries(s.sources).map(([k, v]) => `${k} ${v}`).join(", "));
+  }
+  p();
+  p(`Per-round CPU ratios to the empty Worker: edge-decider ${inturn.vs_floor.ours.cpu_us.per_round.map((x) => num(x)).join(", ")}; A/A ${inturn.vs_floor.floor_b.cpu_us.per_round.map((x) => num(x)).join(", ")}. ` +
+    "Latency runs from each request's scheduled send time to the end of its response (open loop); the A/A row's ratios are the noise band of edge-decider's.");
+  p();
+}
+if (cold) {
+  p(`### Cold start: medians over ${cold.rounds} rounds`);
+  p();
+  table("Worker", "new Miniflare → first answer ms", "first request ms", "second request ms", "total / empty", "first request / empty");
+  for (const [n, s] of Object.entries(cold.summary)) row(s.label, num(s.total_ms, 1), num(s.first_ms, 1), num(s.second_ms, 1), num(cold.vs_floor[n]?.total_ms), num(cold.vs_floor[n]?.first_ms));
+  p();
+}
+if (agree) {
+  p(`### \`decider loadtest\` and oha at ${agree.rate}/s: medians over ${agree.rounds} rounds`);
+  p();
+  table("generator", "p50 ms", "p99 ms");
+  row("`decider loadtest`", num(agree.medians_ms.loadtest.p50), num(agree.medians_ms.loadtest.p99));
+  row(agree.oha_version, num(agree.medians_ms.oha.p50), num(agree.medians_ms.oha.p99));
+  p();
+  p(`Per-round p99 ratios: ${agree.rounds_detail.map((r) => num(r.loadtest.p99_ms / r.oha.p99_ms)).join(", ")}; A/A ${agree.rounds_detail.map((r) => num(r.aa[0].p99_ms / r.aa[1].p99_ms)).join(", ")}.`);
+  p();
+}
+if (micro) p(`The decision in V8, ${micro.runtime.replace(/ \(/, ", ").replace(/\)$/, "")}, per run: CPU ${num(micro.cpu_us.min, 2)} – ${num(micro.cpu_us.max, 2)} µs, wall ${num(micro.wall_us.min, 2)} – ${num(micro.wall_us.max, 2)} µs per decision. Stage by stage, natively: \`cargo bench -p decider-core --bench decision\`.`);
+p();
+p("## Machine and commands");
+p();
+if (machine) {
+  p(`${machine.cpu} × ${machine.nproc}, ${machine.mem}, ${machine.kernel}; load average (1, 5, 15 min) ${machine.load_start} at the start, ${machine.load_end} at the end. ` +
+    `${machine.rustc}; node ${machine.node}; wrangler ${machine.wrangler}; miniflare ${machine.miniflare} (workerd ${machine.workerd}). ` +
+    `Seconds per step: ${Object.entries(machine.steps_s).map(([k, v]) => `${k} ${v}`).join(", ")}.`);
+  p();
+}
+p("```");
+p("make bench                 # = bash bench/run.sh: builds, the steps below, then this page (BENCH_QUICK=1: a short check)");
+for (const c of ["micro.mjs --wasm target/bench-wasm-micro/wasm32-unknown-unknown/release/decider_wasm_micro.wasm --out bench/results/micro.json",
+  "inturn.mjs --decider target/release/decider --out bench/results/inturn.json", "cold.mjs --out bench/results/cold.json",
+  "agreement.mjs --decider target/release/decider --oha .tools/bin/oha --out bench/results/agreement.json",
+  "report_cli.mjs --decider target/release/decider --out bench/results/report.json", "render.mjs --results bench/results --out BENCHMARKS.md"]) p(`node bench/${c}`);
+p("```");
+writeFileSync(arg("out", "BENCHMARKS.md"), lines.join("\n") + "\n");
