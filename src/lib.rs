@@ -20,7 +20,8 @@
 //!
 //! # Routes
 //! - `POST /v1/decide` — `{"state": {…}}` → decision JSON and `x-decision-*` headers.
-//! - `GET /v1/health` — model, versions, threshold, rules, routing, configuration errors.
+//! - `GET /v1/health` — status, model and rules versions, threshold; with the admin token
+//!   also configuration values and errors, routing and signals.
 //! - `POST /v1/outcome` — a `/v1/decide` caller's outcome for a decision (bearer token).
 //! - `PUT|GET /v1/admin/signals` — store / show backend signals (bearer `ADMIN_TOKEN`).
 //! - `POST /v1/debug/encode`, `POST /v1/debug/trap` — test endpoints, only with
@@ -94,7 +95,7 @@ async fn route(mut req: Request, env: &Env, iso: &Isolate) -> worker::Result<Res
             m => Err(ApiError::method_not_allowed(m.as_ref(), "POST")),
         },
         "/v1/health" => match method {
-            Method::Get | Method::Head => health(env, iso).await,
+            Method::Get | Method::Head => health(&req, env, iso).await,
             m => Err(ApiError::method_not_allowed(m.as_ref(), "GET, HEAD")),
         },
         "/v1/outcome" => match method {
@@ -118,10 +119,16 @@ async fn route(mut req: Request, env: &Env, iso: &Isolate) -> worker::Result<Res
     }
 }
 
-/// `GET /v1/health`.
-async fn health(env: &Env, iso: &Isolate) -> Result<Response, ApiError> {
-    let current = signals::current(env, &iso.cfg).await;
-    let report = health::report(iso, &current, clock::now_ms());
+/// `GET /v1/health`: the whole document with the admin token, its public part without (a
+/// wrong token is no token: the public part, not a 401).
+async fn health(req: &Request, env: &Env, iso: &Isolate) -> Result<Response, ApiError> {
+    let authorization = req.headers().get("authorization").ok().flatten();
+    let report = if iso.is_admin(authorization.as_deref()) {
+        let current = signals::current(env, &iso.cfg).await;
+        health::report(iso, &current, clock::now_ms())
+    } else {
+        health::public(iso)
+    };
     http::json(200, &report).map_err(|_| ApiError::internal())
 }
 
