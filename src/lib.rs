@@ -10,8 +10,8 @@
 //!   decider.
 //! - [`decide`]: one decision with its record (both endpoints), and `POST /v1/decide`.
 //! - [`ai`]: the Workers AI backend.
-//! - [`route`], [`proxy`], [`signals`]: edge routing, proxying with failover, KV signals and
-//!   the admin endpoint.
+//! - [`route`], [`proxy`], [`upload`], [`signals`]: edge routing, proxying with failover, the
+//!   request body on its way to an origin, KV signals and the admin endpoint.
 //! - [`outcome`]: `POST /v1/outcome`, outcomes reported by `/v1/decide` callers.
 //! - [`health`]: the `/v1/health` document.
 //! - [`http`], [`error`]: bounded body reads, JSON responses, the one mapping from errors to
@@ -42,6 +42,7 @@ pub mod outcome;
 pub mod proxy;
 pub mod route;
 pub mod signals;
+pub mod upload;
 
 use decider_core::{encode, State, ENCODER_VERSION};
 use error::ApiError;
