@@ -108,7 +108,8 @@ pub struct Config {
     pub signals_max_age_s: u32,
     /// Origin base URL per routed action (`ORIGIN_ROUTE_A/B/C`).
     pub origins: BTreeMap<Action, String>,
-    /// Time to an origin's response headers, ms (`ORIGIN_TIMEOUT_MS`).
+    /// Time to an origin's response headers once the request body is sent, ms
+    /// (`ORIGIN_TIMEOUT_MS`).
     pub origin_timeout_ms: u32,
     /// Failover origin per action (`FAILOVER`).
     pub failover: Failover,
@@ -380,7 +381,7 @@ pub const VARS: &[Var] = &[
     Var {
         name: "ORIGIN_TIMEOUT_MS",
         default: "5000",
-        description: "time to an origin's response headers, 1..=60000 ms",
+        description: "time to an origin's response headers once the request body is sent, 1..=60000 ms",
         visibility: Visibility::Public,
         parse: |s, c| int(s, 1, 60_000).map(|v| c.origin_timeout_ms = v),
         value: |c| json!(c.origin_timeout_ms),

@@ -71,7 +71,10 @@ pub async fn decide(iso: &Isolate, state: &State, gates: Gates, ctx: Context) ->
         log_version: LOG_VERSION,
         ts: clock::iso_from_ms(clock::now_ms()),
         decision_id,
-        request_id: ctx.request_id.as_deref().map(log::clip),
+        request_id: ctx
+            .request_id
+            .as_deref()
+            .map(|r| log::clip_to(r, log::ECHO_BYTES)),
         endpoint: ctx.endpoint,
         state: *state,
         action: d.action,

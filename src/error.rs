@@ -3,6 +3,7 @@
 //! Every client error is `{"error": {"code", "message", "field"}}` with a 4xx status;
 //! internal details (JS exceptions, backend messages) go to the log, never to the client.
 
+use crate::log::{clip_to, ECHO_BYTES};
 use decider_core::StateError;
 use serde_json::{json, Value};
 
@@ -39,9 +40,13 @@ impl ApiError {
         }
     }
 
-    /// 404 for an unknown path.
+    /// 404 for an unknown path (at most [`ECHO_BYTES`] of it).
     pub fn not_found(path: &str) -> ApiError {
-        ApiError::new(404, "not_found", format!("no route for {path}"))
+        ApiError::new(
+            404,
+            "not_found",
+            format!("no route for {}", clip_to(path, ECHO_BYTES)),
+        )
     }
 
     /// 405 with the `Allow` header.
@@ -56,9 +61,13 @@ impl ApiError {
         }
     }
 
-    /// 415 for a body that is not declared as JSON.
+    /// 415 for a body that is not declared as JSON (quoting at most [`ECHO_BYTES`] of what
+    /// was).
     pub fn unsupported_media_type(got: Option<&str>) -> ApiError {
-        let got = got.map_or_else(|| "none".to_string(), |g| format!("{g:?}"));
+        let got = got.map_or_else(
+            || "none".to_string(),
+            |g| format!("{:?}", clip_to(g, ECHO_BYTES)),
+        );
         ApiError::new(
             415,
             "unsupported_media_type",
@@ -107,8 +116,16 @@ impl ApiError {
 }
 
 impl From<StateError> for ApiError {
-    /// A state or signals validation error: 400 naming the field.
+    /// A state or signals validation error: 400 naming the field. An unknown field's name is
+    /// the client's text: quoted at most [`ECHO_BYTES`] long (message and field).
     fn from(e: StateError) -> ApiError {
+        let e = match e {
+            StateError::Unknown { field, expected } => StateError::Unknown {
+                field: clip_to(&field, ECHO_BYTES),
+                expected,
+            },
+            other => other,
+        };
         let field = match &e {
             // `within("state")` leaves these unprefixed; the object itself is the field.
             StateError::NotObject { what, .. } => Some((*what).to_string()),
@@ -171,6 +188,39 @@ mod tests {
             a.message
         );
         assert!(a.message.contains("line 2 column 13"), "{}", a.message);
+    }
+
+    /// Regression: a 404, a 415 and an unknown field quoted the client's text whole (an
+    /// 8 KB path, content type or key became an 8 KB message, twice for the key).
+    #[test]
+    fn regression_client_text_in_errors_is_clipped() {
+        let long = "p".repeat(8192);
+        let a = ApiError::not_found(&format!("/v1/{long}"));
+        assert!(
+            a.message.len() <= "no route for ".len() + ECHO_BYTES + 16,
+            "{}",
+            a.message
+        );
+        let a = ApiError::unsupported_media_type(Some(&format!("text/{long}")));
+        assert!(a.message.len() <= 200, "{}", a.message);
+        assert!(a.message.ends_with("…[truncated]\""), "{}", a.message);
+        let body = format!("{{\"state\": {{\"{long}\": 1}}}}");
+        let a = ApiError::from(State::from_body(body.as_bytes(), 0).unwrap_err());
+        assert_eq!(a.code, "unknown_field");
+        let field = a.field.clone().unwrap();
+        assert!(field.len() <= ECHO_BYTES + 16, "{field}");
+        assert!(field.starts_with("state.ppp"), "{field}");
+        assert!(a.message.len() <= 300, "{}", a.message);
+        // Short names are quoted as they are.
+        let a = ApiError::from(State::from_body(br#"{"state": {"zone": 1}}"#, 0).unwrap_err());
+        assert_eq!(a.field.as_deref(), Some("state.zone"));
+    }
+
+    /// Control characters in a quoted content type are escaped, not written raw.
+    #[test]
+    fn quoted_content_type_is_escaped() {
+        let a = ApiError::unsupported_media_type(Some("text/x\n\"y"));
+        assert!(a.message.ends_with(r#""text/x\n\"y""#), "{}", a.message);
     }
 
     #[test]

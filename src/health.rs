@@ -1,13 +1,57 @@
 //! `GET /v1/health`: what the Worker decides with, and what is wrong with its configuration.
+//!
+//! Anyone may read whether the Worker is well and what it decides with ([`public`]); the
+//! whole document ([`report`]: configuration values and errors, origins, the failover map,
+//! the signals' state, the model's error) maps the backends behind the Worker and is for
+//! the admin token only.
 
-use crate::config::BackendKind;
+use crate::config::{BackendKind, Config};
 use crate::isolate::Isolate;
+use crate::log;
 use crate::signals::Current;
 use decider_core::{ModelSource, ACTIONS, ENCODER_VERSION};
 use serde_json::{json, Value};
 
-/// The health document. `status` is `ok` when a model is loaded and every variable is
-/// valid, `degraded` otherwise (the Worker still answers, from rules).
+/// The part of the health document anyone may read: `status`, `backend`, `model`
+/// (`loaded`, `version`), `encoder_version`, `rules.version`, `threshold` and
+/// `explore_percent`. Why the Worker is degraded is in the whole document and the log.
+pub fn public(iso: &Isolate) -> Value {
+    let d = &iso.decider;
+    let loaded = !matches!(d.model(), ModelSource::Unavailable(_));
+    json!({
+        "status": status(iso),
+        "backend": iso.cfg.backend.name(),
+        "model": {"loaded": loaded, "version": d.model_version()},
+        "encoder_version": ENCODER_VERSION,
+        "rules": {"version": d.rules().map(|r| r.version())},
+        "threshold": d.threshold().0,
+        "explore_percent": iso.cfg.explore.probability() * 100.0,
+    })
+}
+
+/// `ok` when a model is loaded and every variable is valid, `degraded` otherwise (the
+/// Worker still answers, from rules).
+fn status(iso: &Isolate) -> &'static str {
+    let loaded = !matches!(iso.decider.model(), ModelSource::Unavailable(_));
+    if loaded && iso.cfg.errors.is_empty() {
+        "ok"
+    } else {
+        "degraded"
+    }
+}
+
+/// Logs each configuration error once (`config_error` events): the public health document
+/// does not show them.
+pub fn log_config_errors(cfg: &Config) {
+    for issue in &cfg.errors {
+        log::event(
+            "config_error",
+            json!({"var": issue.var, "message": log::clip(&issue.message)}),
+        );
+    }
+}
+
+/// The whole health document (admin token only). `status` as in [`public`].
 pub fn report(iso: &Isolate, signals: &Current, now_ms: f64) -> Value {
     let cfg = &iso.cfg;
     let d = &iso.decider;
@@ -16,9 +60,8 @@ pub fn report(iso: &Isolate, signals: &Current, now_ms: f64) -> Value {
         _ => None,
     };
     let (threshold, threshold_source) = d.threshold();
-    let ok = model_error.is_none() && cfg.errors.is_empty();
     let mut v = json!({
-        "status": if ok { "ok" } else { "degraded" },
+        "status": status(iso),
         "backend": cfg.backend.name(),
         "model": {
             "loaded": model_error.is_none(),
@@ -79,4 +122,73 @@ pub fn report(iso: &Isolate, signals: &Current, now_ms: f64) -> Value {
         v["ai"] = json!({"model": cfg.ai_model, "timeout_ms": cfg.ai_timeout_ms});
     }
     v
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use decider_core::Decider;
+
+    fn isolate(pairs: &[(&str, &str)], model: ModelSource) -> Isolate {
+        let cfg = Config::from_pairs(pairs);
+        let decider = Decider::new(model, cfg.rules.clone(), cfg.params());
+        Isolate {
+            cfg,
+            decider,
+            ai: None,
+            analytics: None,
+        }
+    }
+
+    /// Regression: anyone could read the origins, the failover map and every configuration
+    /// value on /v1/health.
+    #[test]
+    fn regression_public_part_maps_no_backend() {
+        let model = ModelSource::Local(std::sync::Arc::clone(crate::isolate::embedded().unwrap()));
+        let iso = isolate(
+            &[
+                ("ORIGIN_ROUTE_A", "https://a.internal.example"),
+                ("FAILOVER", r#"{"route_a": "route_b"}"#),
+                ("ORIGIN_ROUTE_B", "https://b.internal.example"),
+            ],
+            model,
+        );
+        let v = public(&iso);
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "backend",
+                "encoder_version",
+                "explore_percent",
+                "model",
+                "rules",
+                "status",
+                "threshold"
+            ]
+        );
+        assert!(!v.to_string().contains("internal.example"), "{v}");
+        assert_eq!(v["status"], "ok");
+        assert_eq!(v["model"]["loaded"], true);
+        assert!(v["model"]["version"].is_string());
+        assert!(v["rules"]["version"].is_string());
+        assert!(v["threshold"].is_number());
+    }
+
+    #[test]
+    fn public_part_says_degraded_but_not_why() {
+        let iso = isolate(
+            &[("ORIGIN_TIMEOUT_MS", "soon")],
+            ModelSource::Unavailable("embedded artifact refused: secret detail".into()),
+        );
+        let v = public(&iso);
+        assert_eq!(v["status"], "degraded");
+        assert_eq!(v["model"]["loaded"], false);
+        let text = v.to_string();
+        assert!(
+            !text.contains("secret detail") && !text.contains("ORIGIN_TIMEOUT_MS"),
+            "{text}"
+        );
+    }
 }

@@ -171,6 +171,7 @@ pub fn get(env: &Env) -> Rc<Isolate> {
         return i;
     }
     let built = Rc::new(Isolate::new(env));
+    crate::health::log_config_errors(&built.cfg);
     let key: &JsValue = env.as_ref();
     CURRENT.with(|c| *c.borrow_mut() = Some((key.clone(), Rc::clone(&built))));
     built

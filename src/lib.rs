@@ -10,8 +10,8 @@
 //!   decider.
 //! - [`decide`]: one decision with its record (both endpoints), and `POST /v1/decide`.
 //! - [`ai`]: the Workers AI backend.
-//! - [`route`], [`proxy`], [`signals`]: edge routing, proxying with failover, KV signals and
-//!   the admin endpoint.
+//! - [`route`], [`proxy`], [`upload`], [`signals`]: edge routing, proxying with failover, the
+//!   request body on its way to an origin, KV signals and the admin endpoint.
 //! - [`outcome`]: `POST /v1/outcome`, outcomes reported by `/v1/decide` callers.
 //! - [`health`]: the `/v1/health` document.
 //! - [`http`], [`error`]: bounded body reads, JSON responses, the one mapping from errors to
@@ -20,7 +20,8 @@
 //!
 //! # Routes
 //! - `POST /v1/decide` — `{"state": {…}}` → decision JSON and `x-decision-*` headers.
-//! - `GET /v1/health` — model, versions, threshold, rules, routing, configuration errors.
+//! - `GET /v1/health` — status, model and rules versions, threshold; with the admin token
+//!   also configuration values and errors, routing and signals.
 //! - `POST /v1/outcome` — a `/v1/decide` caller's outcome for a decision (bearer token).
 //! - `PUT|GET /v1/admin/signals` — store / show backend signals (bearer `ADMIN_TOKEN`).
 //! - `POST /v1/debug/encode`, `POST /v1/debug/trap` — test endpoints, only with
@@ -41,6 +42,7 @@ pub mod outcome;
 pub mod proxy;
 pub mod route;
 pub mod signals;
+pub mod upload;
 
 use decider_core::{encode, State, ENCODER_VERSION};
 use error::ApiError;
@@ -94,7 +96,7 @@ async fn route(mut req: Request, env: &Env, iso: &Isolate) -> worker::Result<Res
             m => Err(ApiError::method_not_allowed(m.as_ref(), "POST")),
         },
         "/v1/health" => match method {
-            Method::Get | Method::Head => health(env, iso).await,
+            Method::Get | Method::Head => health(&req, env, iso).await,
             m => Err(ApiError::method_not_allowed(m.as_ref(), "GET, HEAD")),
         },
         "/v1/outcome" => match method {
@@ -118,10 +120,16 @@ async fn route(mut req: Request, env: &Env, iso: &Isolate) -> worker::Result<Res
     }
 }
 
-/// `GET /v1/health`.
-async fn health(env: &Env, iso: &Isolate) -> Result<Response, ApiError> {
-    let current = signals::current(env, &iso.cfg).await;
-    let report = health::report(iso, &current, clock::now_ms());
+/// `GET /v1/health`: the whole document with the admin token, its public part without (a
+/// wrong token is no token: the public part, not a 401).
+async fn health(req: &Request, env: &Env, iso: &Isolate) -> Result<Response, ApiError> {
+    let authorization = req.headers().get("authorization").ok().flatten();
+    let report = if iso.is_admin(authorization.as_deref()) {
+        let current = signals::current(env, &iso.cfg).await;
+        health::report(iso, &current, clock::now_ms())
+    } else {
+        health::public(iso)
+    };
     http::json(200, &report).map_err(|_| ApiError::internal())
 }
 

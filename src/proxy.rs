@@ -9,6 +9,7 @@ use crate::config::Config;
 use crate::error::ApiError;
 use crate::http;
 use crate::log;
+use crate::upload::{Sent, Upload};
 use decider_core::record::{self, ErrorKind, RouteOutcome};
 use decider_core::{Action, Decision};
 use futures_util::future::{select, Either};
@@ -23,12 +24,17 @@ use web_sys::{
 /// What became of one upstream attempt.
 #[derive(Debug)]
 pub enum Attempt {
-    /// The origin answered (any status).
+    /// The origin answered with a status that can be relayed (200..=599).
     Answered(WsResponse),
-    /// No answer: connection failure or an invalid upstream request.
+    /// No answer: connection failure or an invalid upstream request (the runtime's text,
+    /// for the log only).
     Failed(String),
-    /// No response headers within `ORIGIN_TIMEOUT_MS`.
+    /// A status that cannot be relayed (outside 200..=599); the connection was dropped.
+    InvalidStatus(u16),
+    /// No response headers within `ORIGIN_TIMEOUT_MS` of the body being sent.
     TimedOut,
+    /// The origin left a chunk of the request body untaken for `ORIGIN_TIMEOUT_MS`.
+    UploadStalled,
 }
 
 impl Attempt {
@@ -36,16 +42,30 @@ impl Attempt {
     pub fn should_fail_over(&self) -> bool {
         match self {
             Attempt::Answered(r) => matches!(r.status(), 502..=504),
-            Attempt::Failed(_) | Attempt::TimedOut => true,
+            Attempt::Failed(_)
+            | Attempt::InvalidStatus(_)
+            | Attempt::TimedOut
+            | Attempt::UploadStalled => true,
         }
     }
 
-    /// A short description for the log (runtime text included: never sent to clients).
+    /// A description for the log, with the runtime's text (never sent to clients).
     pub fn describe(&self) -> String {
         match self {
-            Attempt::Answered(r) => format!("answered {}", r.status()),
             Attempt::Failed(e) => format!("failed: {e}"),
-            Attempt::TimedOut => "timed out".to_string(),
+            Attempt::UploadStalled => "timed out: the origin stopped taking the body".into(),
+            other => other.public(),
+        }
+    }
+
+    /// What the client is told about the attempt: what became of it, in words of the
+    /// Worker's own (see [`bad_gateway_message`]).
+    pub fn public(&self) -> String {
+        match self {
+            Attempt::Answered(r) => format!("answered {}", r.status()),
+            Attempt::Failed(_) => "failed".into(),
+            Attempt::InvalidStatus(s) => format!("answered invalid status {s}"),
+            Attempt::TimedOut | Attempt::UploadStalled => "timed out".into(),
         }
     }
 
@@ -57,7 +77,8 @@ impl Attempt {
             }
             Attempt::Answered(r) => (Some(r.status()), None),
             Attempt::Failed(_) => (None, Some(ErrorKind::Connect)),
-            Attempt::TimedOut => (None, Some(ErrorKind::Timeout)),
+            Attempt::InvalidStatus(s) => (Some(*s), Some(ErrorKind::BadUpstream)),
+            Attempt::TimedOut | Attempt::UploadStalled => (None, Some(ErrorKind::Timeout)),
         };
         record::Attempt {
             origin,
@@ -82,7 +103,8 @@ pub struct Forwarded {
 /// Sends a routed request to the origin of `action`, failing over once (to the `FAILOVER`
 /// origin) when the first attempt gives no usable answer: for idempotent methods, or for
 /// any method when nothing was sent because the action has no origin. Answers 502 with a
-/// stable message when no origin gave a usable answer.
+/// stable message when no origin gave a usable answer, and 400 `body_not_allowed` to a GET
+/// or HEAD that declares a body (nothing is sent).
 ///
 /// # Errors
 /// Internal (JS) failures only.
@@ -93,6 +115,15 @@ pub async fn forward(
     action: Action,
     cfg: &Config,
 ) -> worker::Result<Forwarded> {
+    let incoming = req.headers();
+    let header = |name: &str| incoming.get(name).ok().flatten();
+    if get_or_head_declares_body(
+        &req.inner().method(),
+        header("content-length").as_deref(),
+        header("transfer-encoding").as_deref(),
+    ) {
+        return body_not_allowed(d, decision_id);
+    }
     let failover = cfg
         .failover
         .of(action)
@@ -138,18 +169,22 @@ pub async fn forward(
         }
     }
     details.push(format!("{action} {}", first.describe()));
+    let first_public = if unsent {
+        NOT_CONFIGURED.to_string()
+    } else {
+        first.public()
+    };
     let first_error = outcome.attempts.last().and_then(|a| a.error);
     outcome.error = outcome.error.or(first_error);
-    if let Attempt::Answered(r) = &first {
-        outcome.status = Some(r.status());
-    }
+    outcome.status = outcome.attempts.last().and_then(|a| a.status);
     let target = failover
         .filter(|_| unsent || out.retryable())
         .and_then(|t| cfg.origins.get(&t).map(|o| (t, o)));
     let Some((target, origin)) = target else {
         out.drop_spare();
         outcome.latency_ms = Some(clock::now_ms() - started);
-        return bad_gateway(d, decision_id, None, outcome, details);
+        let message = bad_gateway_message(action, &first_public, None);
+        return bad_gateway(d, decision_id, None, outcome, message, details);
     };
     outcome.failover = Some(target);
     outcome.origin = Some(target);
@@ -171,14 +206,34 @@ pub async fn forward(
             })
         }
         other => {
-            outcome.status = match other {
-                Attempt::Answered(r) => Some(r.status()),
-                _ => None,
-            };
+            outcome.status = outcome.attempts.last().and_then(|a| a.status);
             outcome.error = outcome.attempts.last().and_then(|a| a.error);
             details.push(format!("failover {target} {}", other.describe()));
-            bad_gateway(d, decision_id, Some(target), outcome, details)
+            let second_public = other.public();
+            let message =
+                bad_gateway_message(action, &first_public, Some((target, &second_public)));
+            bad_gateway(d, decision_id, Some(target), outcome, message, details)
         }
+    }
+}
+
+/// What a 502 says of an action without an origin.
+const NOT_CONFIGURED: &str = "not configured";
+
+/// The whole of a 502's message: `origin for <action> <outcome>`, then
+/// `, failover <action> <outcome>` when a failover was tried. An outcome is `failed`,
+/// `timed out`, `answered <status>`, `answered invalid status <status>` or `not configured`
+/// ([`Attempt::public`]): the Worker's words only, whatever the runtime said.
+pub fn bad_gateway_message(
+    action: Action,
+    first: &str,
+    failover: Option<(Action, &str)>,
+) -> String {
+    match failover {
+        Some((target, second)) => {
+            format!("origin for {action} {first}, failover {target} {second}")
+        }
+        None => format!("origin for {action} {first}"),
     }
 }
 
@@ -188,15 +243,9 @@ fn bad_gateway(
     decision_id: &str,
     failover: Option<Action>,
     outcome: RouteOutcome,
+    message: String,
     details: Vec<String>,
 ) -> worker::Result<Forwarded> {
-    let message = match failover {
-        Some(f) => format!(
-            "no usable answer from the origin for {} or from its failover {f}",
-            d.action
-        ),
-        None => format!("no usable answer from the origin for {}", d.action),
-    };
     let response = http::error(&ApiError::new(502, "bad_gateway", message))?;
     http::set_decision_headers(response.headers(), d, decision_id)?;
     if let Some(f) = failover {
@@ -206,6 +255,29 @@ fn bad_gateway(
         response,
         outcome,
         detail: Some(log::clip(&details.join("; "))),
+    })
+}
+
+/// 400 `body_not_allowed` with the decision headers: the runtime refuses to send a GET or
+/// HEAD with a body, and dropping the body would forward a different request.
+fn body_not_allowed(d: &Decision, decision_id: &str) -> worker::Result<Forwarded> {
+    let response = http::error(&ApiError::new(
+        400,
+        "body_not_allowed",
+        "GET and HEAD requests must not carry a body",
+    ))?;
+    http::set_decision_headers(response.headers(), d, decision_id)?;
+    Ok(Forwarded {
+        response,
+        outcome: RouteOutcome {
+            origin: None,
+            status: Some(400),
+            latency_ms: Some(0.0),
+            failover: None,
+            error: None,
+            attempts: Vec::new(),
+        },
+        detail: None,
     })
 }
 
@@ -220,6 +292,8 @@ pub struct Outgoing {
     body: Option<ReadableStream>,
     /// A tee of the body kept for the failover attempt (idempotent methods with a body).
     spare: Option<ReadableStream>,
+    /// The body's declared length, kept on the way to the origin (none when chunked).
+    length: Option<u64>,
 }
 
 fn js_err(e: JsValue) -> worker::Error {
@@ -239,12 +313,27 @@ impl Outgoing {
         let incoming = inner.headers();
         let connection = incoming.get("connection").ok().flatten();
         let headers = Headers::new().map_err(js_err)?;
-        for (name, value) in worker::Headers(incoming).entries() {
+        for (name, value) in worker::Headers(incoming.clone()).entries() {
             if forward_request_header(&name, connection.as_deref()) {
                 headers.append(&name, &value).map_err(js_err)?;
             }
         }
+        // With a transfer-encoding the runtime reads the body by it, and content-length is
+        // only a claim.
+        let length = match incoming.has("transfer-encoding") {
+            Ok(false) => incoming
+                .get("content-length")
+                .ok()
+                .flatten()
+                .and_then(|l| l.trim().parse::<u64>().ok()),
+            _ => None,
+        };
+        let bodyless = method.eq_ignore_ascii_case("GET") || method.eq_ignore_ascii_case("HEAD");
         let (body, spare) = match inner.body() {
+            // A GET or HEAD that declares a body is refused before this; what is left is the
+            // empty stream the runtime gives a `content-length: 0` request, which its own
+            // Request constructor would refuse to send.
+            Some(_) if bodyless => (None, None),
             Some(b) if may_retry && is_idempotent(&method) => {
                 let pair = b.tee();
                 (
@@ -261,6 +350,7 @@ impl Outgoing {
             headers,
             body,
             spare,
+            length,
         })
     }
 
@@ -269,10 +359,26 @@ impl Outgoing {
         is_idempotent(&self.method)
     }
 
-    /// Sends to `origin`, waiting at most `timeout_ms` for response headers. The first
-    /// call uses the body, the second the spare tee.
+    /// Sends to `origin`, waiting at most `timeout_ms` for response headers once the
+    /// request body has been sent (the client's upload time does not count; the origin may
+    /// leave a chunk of it untaken for at most `timeout_ms`). The first call uses the body,
+    /// the second the spare tee.
     pub async fn send(&mut self, origin: &str, timeout_ms: u32) -> Attempt {
-        let body = self.body.take().or_else(|| self.spare.take());
+        let upload = match self.body.take().or_else(|| self.spare.take()) {
+            Some(b) => match Upload::start(&b, self.length, timeout_ms) {
+                Ok(u) => Some(u),
+                Err(e) => return Attempt::Failed(js_message(&e)),
+            },
+            None => None,
+        };
+        let attempt = self.attempt(origin, timeout_ms, upload.as_ref()).await;
+        if let (Some(u), false) = (&upload, matches!(attempt, Attempt::Answered(_))) {
+            u.abandon();
+        }
+        attempt
+    }
+
+    async fn attempt(&self, origin: &str, timeout_ms: u32, upload: Option<&Upload>) -> Attempt {
         let url = target_url(origin, &self.path, self.query.as_deref());
         let controller = match AbortController::new() {
             Ok(c) => c,
@@ -281,8 +387,8 @@ impl Outgoing {
         let init = RequestInit::new();
         init.set_method(&self.method);
         init.set_headers(&self.headers);
-        if let Some(b) = &body {
-            init.set_body(b);
+        if let Some(u) = upload {
+            init.set_body(&u.body);
         }
         // 3xx go back to the client as they are.
         init.set_redirect(RequestRedirect::Manual);
@@ -293,17 +399,42 @@ impl Outgoing {
         };
         let global: WorkerGlobalScope = js_sys::global().unchecked_into();
         let fetch = JsFuture::from(global.fetch_with_request(&request));
-        let timer = worker::Delay::from(Duration::from_millis(u64::from(timeout_ms)));
+        let sent = upload.map(Upload::sent);
+        // `true` when the origin stalled the upload, `false` when the headers were late.
+        let timer = async move {
+            if let Some(sent) = sent {
+                if sent.await == Sent::Stalled {
+                    return true;
+                }
+            }
+            worker::Delay::from(Duration::from_millis(u64::from(timeout_ms))).await;
+            false
+        };
         futures_util::pin_mut!(fetch);
+        futures_util::pin_mut!(timer);
         match select(fetch, timer).await {
             Either::Left((Ok(v), _)) => match v.dyn_into::<WsResponse>() {
-                Ok(r) => Attempt::Answered(r),
+                Ok(r) if relayable_status(r.status()) => Attempt::Answered(r),
+                Ok(r) => {
+                    // The runtime's fetch takes an interim 1xx for the final answer. Abort
+                    // and cancel the body, so the connection is closed rather than pooled
+                    // with the real answer still unread.
+                    controller.abort();
+                    if let Some(b) = r.body() {
+                        crate::upload::quietly(b.cancel());
+                    }
+                    Attempt::InvalidStatus(r.status())
+                }
                 Err(_) => Attempt::Failed("fetch returned a non-response".into()),
             },
             Either::Left((Err(e), _)) => Attempt::Failed(js_message(&e)),
-            Either::Right(((), _)) => {
+            Either::Right((stalled, _)) => {
                 controller.abort();
-                Attempt::TimedOut
+                if stalled {
+                    Attempt::UploadStalled
+                } else {
+                    Attempt::TimedOut
+                }
             }
         }
     }
@@ -387,14 +518,41 @@ pub const HOP_BY_HOP: [&str; 9] = [
 ];
 
 /// Whether a client request header may be forwarded upstream: not hop-by-hop, not named
-/// by `Connection`, not `host` (the origin's is used), and not a client-sent
+/// by `Connection`, not `host` (the origin's is used), not `expect`, and not a client-sent
 /// `x-decision-*` (only the Worker speaks for the decision).
+///
+/// `Expect` is between the client and the runtime, which reads the body for the Worker.
+/// Forwarded, `Expect: 100-continue` makes the origin answer `100 Continue` first, and the
+/// runtime's fetch takes that interim answer for the final one: on a HEAD it pools the
+/// connection with the real answer unread, and the next request on it gets that answer.
 pub fn forward_request_header(name: &str, connection: Option<&str>) -> bool {
     let n = name.to_ascii_lowercase();
     !(HOP_BY_HOP.contains(&n.as_str())
         || n == "host"
+        || n == "expect"
         || n.starts_with("x-decision-")
         || named_by_connection(&n, connection))
+}
+
+/// Whether a GET or HEAD request declares a body: a `content-length` other than 0, or any
+/// `transfer-encoding`. Such a request is answered 400: the runtime refuses to send a GET or
+/// HEAD with a body.
+pub fn get_or_head_declares_body(
+    method: &str,
+    content_length: Option<&str>,
+    transfer_encoding: Option<&str>,
+) -> bool {
+    let bodyless = method.eq_ignore_ascii_case("GET") || method.eq_ignore_ascii_case("HEAD");
+    bodyless
+        && (transfer_encoding.is_some()
+            || content_length.is_some_and(|l| l.trim().parse::<u64>() != Ok(0)))
+}
+
+/// Whether an upstream status can be relayed: a final status the runtime can build a
+/// response with. Anything else (an interim 1xx the runtime took for the final answer, or
+/// a number beyond 599) is a failed attempt.
+pub fn relayable_status(status: u16) -> bool {
+    (200..=599).contains(&status)
 }
 
 /// Whether an upstream response header may be passed to the client: not hop-by-hop and
@@ -449,6 +607,8 @@ mod tests {
             "host",
             "X-Decision-Action",
             "x-decision-anything",
+            "Expect",
+            "expect",
         ] {
             assert!(!forward_request_header(h, None), "{h}");
         }
@@ -469,6 +629,57 @@ mod tests {
         assert!(!forward_response_header("x-decision-source", None));
         assert!(forward_response_header("set-cookie", None));
         assert!(!forward_response_header("transfer-encoding", None));
+    }
+
+    #[test]
+    fn get_and_head_bodies() {
+        assert!(get_or_head_declares_body("GET", Some("3"), None));
+        assert!(get_or_head_declares_body("head", None, Some("chunked")));
+        assert!(get_or_head_declares_body("GET", Some("0"), Some("chunked")));
+        assert!(get_or_head_declares_body("GET", Some("x"), None));
+        assert!(!get_or_head_declares_body("GET", Some("0"), None));
+        assert!(!get_or_head_declares_body("HEAD", Some(" 0 "), None));
+        assert!(!get_or_head_declares_body("GET", None, None));
+        assert!(!get_or_head_declares_body("POST", Some("3"), None));
+        assert!(!get_or_head_declares_body(
+            "OPTIONS",
+            Some("3"),
+            Some("chunked")
+        ));
+    }
+
+    #[test]
+    fn relayable_statuses() {
+        for s in [200, 204, 302, 404, 502, 599] {
+            assert!(relayable_status(s), "{s}");
+        }
+        for s in [0, 100, 101, 103, 199, 600, 999] {
+            assert!(!relayable_status(s), "{s}");
+        }
+    }
+
+    #[test]
+    fn bad_gateway_messages_are_the_workers_words() {
+        assert_eq!(
+            bad_gateway_message(Action::RouteA, "failed", None),
+            "origin for route_a failed"
+        );
+        assert_eq!(
+            bad_gateway_message(
+                Action::RouteA,
+                "answered invalid status 103",
+                Some((Action::RouteB, "timed out"))
+            ),
+            "origin for route_a answered invalid status 103, failover route_b timed out"
+        );
+        assert_eq!(
+            bad_gateway_message(
+                Action::RouteC,
+                NOT_CONFIGURED,
+                Some((Action::RouteA, "answered 503"))
+            ),
+            "origin for route_c not configured, failover route_a answered 503"
+        );
     }
 
     #[test]

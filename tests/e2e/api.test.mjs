@@ -197,7 +197,7 @@ describe("POST /v1/decide", () => {
 
 describe("GET /v1/health", () => {
   test("reports model, versions, backend, threshold and rules", async () => {
-    const res = await w.fetch("/v1/health");
+    const res = await w.health();
     expect(res.status).toBe(200);
     const h = await res.json();
     expect(h).toMatchObject({
@@ -210,6 +210,19 @@ describe("GET /v1/health", () => {
       threshold_source: "artifact",
       rules: { version: DEFAULT_RULES.version, source: "default", count: DEFAULT_RULES.rules.length },
       config_errors: [],
+    });
+  });
+
+  test("without the admin token: status, backend, model, versions, threshold and exploration only", async () => {
+    const h = await (await w.fetch("/v1/health")).json();
+    expect(h).toEqual({
+      status: "ok",
+      backend: "embedded",
+      model: { loaded: true, version: ARTIFACT.model_version },
+      encoder_version: 1,
+      rules: { version: DEFAULT_RULES.version },
+      threshold: ARTIFACT.threshold,
+      explore_percent: 0,
     });
   });
 

@@ -48,7 +48,7 @@ async function decide(w, state = EXAMPLE_STATE) {
 
 describe("invalid configuration", () => {
   test("is reported on /v1/health, variable by variable", async () => {
-    const h = await (await workers.invalid.fetch("/v1/health")).json();
+    const h = await (await workers.invalid.health()).json();
     expect(h.status).toBe("degraded");
     expect(h.config_errors.map((e) => e.var)).toEqual([
       "DECISION_BACKEND", "AI_TIMEOUT_MS", "CONFIDENCE_THRESHOLD", "DEFAULT_ACTION", "RULES", "OOD_CHECK", "SHADOW",
@@ -68,6 +68,33 @@ describe("invalid configuration", () => {
     });
   });
 
+  test("is hidden from /v1/health without the admin token: degraded, not why", async () => {
+    const text = await (await workers.invalid.fetch("/v1/health")).text();
+    const h = JSON.parse(text);
+    expect(h.status).toBe("degraded");
+    expect(h.config_errors).toBeUndefined();
+    expect(text).not.toMatch(/DECISION_BACKEND|no-catch-all|gpu/);
+  });
+
+  test("is logged once per isolate, variable by variable (config_error)", async () => {
+    const w = workers.invalid;
+    // More requests on the same isolate log nothing more.
+    await decide(w);
+    await (await w.health()).arrayBuffer();
+    await w.waitForLog((l) => l.event === "config_error" && l.var === "SHADOW");
+    const events = w.logs.filter((l) => l.event === "config_error");
+    expect(events.map((e) => e.var)).toEqual([
+      "DECISION_BACKEND", "AI_TIMEOUT_MS", "CONFIDENCE_THRESHOLD", "DEFAULT_ACTION", "RULES", "OOD_CHECK", "SHADOW",
+    ]);
+    const h = await (await w.health()).json();
+    for (const e of events) {
+      expect(e.message).toBe(h.config_errors.find((c) => c.var === e.var).message);
+      expect(e.ts).toMatch(/^\d{4}-\d{2}-\d{2}T/);
+    }
+    // A valid configuration logs none.
+    expect(workers.plain.logs.filter((l) => l.event === "config_error")).toEqual([]);
+  });
+
   test("does not stop the Worker from deciding with the model", async () => {
     const d = await decide(workers.invalid);
     expect(d.source).toBe("model");
@@ -76,7 +103,7 @@ describe("invalid configuration", () => {
 
 describe("overrides", () => {
   test("RULES replaces the default table", async () => {
-    const h = await (await workers.customRules.fetch("/v1/health")).json();
+    const h = await (await workers.customRules.health()).json();
     expect(h.rules).toEqual({ version: "e2e-custom-1", source: "config", count: 2 });
     expect(h).toMatchObject({ threshold: 1, threshold_source: "config", config_errors: [] });
     const a = await decide(workers.customRules);
@@ -89,7 +116,7 @@ describe("overrides", () => {
     const d = await decide(workers.noRules);
     expect(d).toMatchObject({ action: "route_b", source: "default" });
     expect(["low_confidence", "out_of_distribution"]).toContain(d.fallback_reason);
-    const h = await (await workers.noRules.fetch("/v1/health")).json();
+    const h = await (await workers.noRules.health()).json();
     expect(h.rules).toEqual({ version: null, source: "none", count: 0 });
   });
 

@@ -229,7 +229,7 @@ describe("KV signal faults", () => {
       const res = await target.fetch("/fault/kv", { cf: US, headers: { "cf-ray": id } });
       expect(res.status).toBe(c.expect.status);
       await res.arrayBuffer();
-      const health = await (await target.fetch("/v1/health")).text();
+      const health = await (await target.health()).text();
       if (c.health_no_internals) {
         const h = JSON.parse(health);
         expect(h.routing.signals.detail).toMatch(/^KV read failed/);
@@ -342,7 +342,7 @@ describe("configuration faults", () => {
   for (const c of cases("config")) {
     run(c)(c.name, async () => {
       const w = await worker({ vars: { ...routingVars(), ...c.vars }, extra: { kvNamespaces: ["SIGNALS"] } });
-      const h = await (await w.fetch("/v1/health")).json();
+      const h = await (await w.health()).json();
       const e = c.expect;
       expect(h.status).toBe(e.health);
       expect(h.config_errors.map((x) => x.var)).toEqual(e.config_errors);

@@ -58,6 +58,9 @@ export default function (env) { return new Ai(env); }
 // A binding whose constructor is not \`Ai\`: the Worker must treat the model as unavailable.
 const NOT_AI_STUB = `export default function () { return { run: async () => ({ action: "route_a", confidence: 1 }) }; }`;
 
+/** The admin token of a Worker whose test does not set one. */
+export const DEFAULT_ADMIN_TOKEN = "e2e-default-admin-token-8f3a";
+
 /**
  * Starts the Worker.
  * @param {object} opts
@@ -67,8 +70,13 @@ const NOT_AI_STUB = `export default function () { return { run: async () => ({ a
  *   "not-ai": a binding whose constructor is not `Ai`
  * @param {object} [opts.extra]                extra Miniflare options for the Worker
  * @param {object[]} [opts.workers]            extra workers (origins, …)
+ *
+ * Every Worker gets an ADMIN_TOKEN (DEFAULT_ADMIN_TOKEN unless the test sets its own), so that
+ * `health()` can read the whole /v1/health document; `ADMIN_TOKEN: null` starts it without one.
  */
 export async function startWorker({ vars = {}, ai = false, extra = {}, workers = [] } = {}) {
+  vars = { ADMIN_TOKEN: DEFAULT_ADMIN_TOKEN, ...vars };
+  if (vars.ADMIN_TOKEN === null) delete vars.ADMIN_TOKEN;
   const logs = [];
   const stdoutLines = [];
   const aiState = { mode: "answer", answer: { action: "route_b", confidence: 0.99 }, calls: [] };
@@ -135,6 +143,11 @@ export async function startWorker({ vars = {}, ai = false, extra = {}, workers =
     logs,
     stdoutLines,
     ai: aiState,
+    /** GET /v1/health with the admin token: the whole document (the public part without one). */
+    health(init = {}) {
+      const auth = vars.ADMIN_TOKEN ? { authorization: `Bearer ${vars.ADMIN_TOKEN}` } : {};
+      return fetch("/v1/health", { ...init, headers: { ...auth, ...init.headers } });
+    },
     /** POST /v1/decide with a JSON body. */
     decide(body, headers = {}) {
       return fetch("/v1/decide", {

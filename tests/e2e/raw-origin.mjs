@@ -104,6 +104,8 @@ function response(spec, body, method) {
  *   body, `head_body` sends the body even to HEAD
  * - `{body_wait: true}`: waits for the whole request body
  * - `{sleep: ms}`, `{end: true}` (half-close), `{destroy: true}` (reset the connection)
+ * - `{pause: ms}`: stops reading the connection for ms (an origin that takes no more of
+ *   the request body: once the socket buffers are full, the sender's writes wait)
  *
  * Like Node's http server, the origin answers `Expect: 100-continue` with an interim
  * `100 Continue` at once, unless `origin.autoContinue` is false.
@@ -260,6 +262,11 @@ export async function startRawOrigin(name) {
         } else if (step.body_wait) {
           if (!(await rec.bodyDone)) return;
         } else if (step.sleep) await new Promise((r) => setTimeout(r, step.sleep));
+        else if (step.pause) {
+          sock.pause();
+          await new Promise((r) => setTimeout(r, step.pause));
+          if (!sock.destroyed) sock.resume();
+        }
         else if (step.end) sock.end();
         else if (step.destroy) sock.destroy();
         else throw new Error(`unknown step ${JSON.stringify(step)}`);

@@ -79,7 +79,7 @@ describe("canary", () => {
       expect(line).toMatchObject({ source: "rules", fallback_reason: "holdout" });
       expect(line.arm).toBe("holdout");
     }
-    const h = await (await w.fetch("/v1/health")).json();
+    const h = await (await w.health()).json();
     expect(h.routing.canary_percent).toBe(0);
   });
 

@@ -372,7 +372,7 @@ describe("stale signals", () => {
       const line = await decisionLine(fresh, "stale-none");
       expect(line.fallback_reason).toBe("stale_signals");
       expect(line.request.signals_detail).toBe("no signals stored");
-      const h = await (await fresh.fetch("/v1/health")).json();
+      const h = await (await fresh.health()).json();
       expect(h.routing.signals).toMatchObject({ fresh: false, detail: "no signals stored" });
     } finally {
       await fresh.dispose();
@@ -399,7 +399,7 @@ describe("stale signals", () => {
       const res = await get(bare, "/x", { headers: { "cf-ray": "no-kv" } });
       expect(res.status).toBe(200);
       expect((await decisionLine(bare, "no-kv")).fallback_reason).toBe("stale_signals");
-      const h = await (await bare.fetch("/v1/health")).json();
+      const h = await (await bare.health()).json();
       expect(h.routing.signals.detail).toMatch(/SIGNALS/);
     } finally {
       await bare.dispose();
@@ -427,7 +427,7 @@ describe("connection failure", () => {
 
 describe("health", () => {
   test("reports routing configuration without secrets", async () => {
-    const text = await (await w.fetch("/v1/health")).text();
+    const text = await (await w.health()).text();
     expect(text).not.toContain(TOKEN);
     const h = JSON.parse(text);
     expect(h.routing).toMatchObject({

@@ -49,7 +49,7 @@ beforeAll(async () => {
   const vars = { ORIGIN_ROUTE_A: A.url, ORIGIN_ROUTE_B: B.url, ORIGIN_ROUTE_C: C.url, SIGNALS_CACHE_S: "0" };
   [w, noAdmin] = await Promise.all([
     startWorker({ vars: { ...vars, ADMIN_TOKEN: TOKEN }, extra: { kvNamespaces: ["SIGNALS"] } }),
-    startWorker({ vars, extra: { kvNamespaces: ["SIGNALS"] } }),
+    startWorker({ vars: { ...vars, ADMIN_TOKEN: null }, extra: { kvNamespaces: ["SIGNALS"] } }),
   ]);
   expect((await push(w, { authorization: `Bearer ${TOKEN}` })).status).toBe(200);
 });
@@ -193,7 +193,28 @@ describe("claims 10 and 11: only operators push signals", () => {
       const res = await push(noAdmin, auth === undefined ? {} : { authorization: auth });
       expect(res.status, String(auth)).toBe(401);
     }
-    expect((await (await noAdmin.fetch("/v1/health")).json()).routing.admin_enabled).toBe(false);
+    // Nor does anyone see the whole /v1/health document.
+    for (const auth of [undefined, `Bearer ${TOKEN}`]) {
+      const h = await (await noAdmin.fetch("/v1/health", { headers: auth ? { authorization: auth } : {} })).json();
+      expect(h.routing, String(auth)).toBeUndefined();
+      expect(h.config, String(auth)).toBeUndefined();
+    }
+  });
+
+  test("/v1/health shows the whole document to the admin token only", async () => {
+    const PUBLIC = ["backend", "encoder_version", "explore_percent", "model", "rules", "status", "threshold"];
+    for (const auth of [undefined, "Bearer nope", `Basic ${TOKEN}`, `Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(0, -1)}`]) {
+      const text = await (await w.fetch("/v1/health", { headers: auth ? { authorization: auth } : {} })).text();
+      const h = JSON.parse(text);
+      expect(Object.keys(h).sort(), String(auth)).toEqual(PUBLIC);
+      expect(Object.keys(h.model).sort(), String(auth)).toEqual(["loaded", "version"]);
+      expect(Object.keys(h.rules), String(auth)).toEqual(["version"]);
+      for (const o of [A, B, C]) expect(text, String(auth)).not.toContain(new URL(o.url).host);
+    }
+    const h = await (await w.fetch("/v1/health", { headers: { authorization: `Bearer ${TOKEN}` } })).json();
+    expect(h.routing.origins).toEqual({ route_a: A.url, route_b: B.url, route_c: C.url });
+    expect(h.config).toBeTypeOf("object");
+    expect(h.config_errors).toEqual([]);
   });
 
   test("the 401 is checked before the body: an oversized or malformed body without the token is 401", async () => {
@@ -222,7 +243,7 @@ describe("claims 7 and 8: secrets are not logged, client headers do not steer de
     expect(leakedLogLines(lines)).toEqual([]);
     expect(lines.filter((l) => l.includes(TOKEN))).toEqual([]);
     // Health never shows the admin token either.
-    expect(await (await w.fetch("/v1/health")).text()).not.toContain(TOKEN);
+    expect(await (await w.health()).text()).not.toContain(TOKEN);
   });
 
   test("the routed request still carries the client's credentials to the origin (and only there)", async () => {

@@ -143,7 +143,7 @@ describe("workers-ai backend", () => {
   });
 
   test("health reports the workers-ai backend", async () => {
-    const h = await (await w.fetch("/v1/health")).json();
+    const h = await (await w.health()).json();
     expect(h).toMatchObject({
       status: "ok",
       backend: "workers-ai",
@@ -178,7 +178,7 @@ describe("workers-ai without a usable binding", () => {
       checkDecisionShape(expect, res, d);
       expect(d).toMatchObject({ source: "rules", fallback_reason: "model_unavailable", model_version: null, action: "route_a" });
       expect(res.headers.get("x-decision-model-version")).toBe("none");
-      const h = await (await x.fetch("/v1/health")).json();
+      const h = await (await x.health()).json();
       expect(h.status).toBe("degraded");
       expect(h.model.loaded).toBe(false);
       expect(h.model.error).toMatch(/AI binding/);

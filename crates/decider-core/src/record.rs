@@ -154,7 +154,8 @@ pub struct RouteOutcome {
     /// The origin that answered last (or was tried last), by action name.
     #[serde(default)]
     pub origin: Option<Action>,
-    /// That origin's status; 503 for a rejected request.
+    /// That origin's status (also one it could not relay, e.g. 103); the Worker's own when
+    /// no origin was asked: 503 for a rejected request, 400 for a GET or HEAD with a body.
     #[serde(default)]
     pub status: Option<u16>,
     /// Time to the final response headers, ms, failover included.

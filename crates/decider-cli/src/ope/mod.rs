@@ -42,7 +42,7 @@
 //! # Use
 //! A serving configuration is deterministic, so the candidate is a one-hot target:
 //! `evaluate(&samples, &|s: &State| one_hot(decider.decide(s).action), &OpeOptions::default())`
-//! with [`crate::serve::Decider`] built from the candidate model and rule table; the report
+//! with [`decider_core::Decider`] built from the candidate model and rule table; the report
 //! serialises to the JSON `decider ope --json` prints.
 //!
 //! # Layout
