@@ -1,11 +1,13 @@
 //! Embeds the decision model into the Worker at build time.
 //!
-//! Copies `model/decision-model.json` (or the file named by `DECIDER_MODEL`) into `OUT_DIR`
-//! after validating it with decider-core, the same code that serves it: an artifact whose
-//! action list, encoder version or shapes differ from this build fails the build, not a
-//! request. `DECIDER_ALLOW_INVALID_MODEL=1` embeds a refused artifact anyway (with a
-//! warning); the Worker then serves from rules and /v1/health says why. That switch exists
-//! to exercise the fallback, not for deployments.
+//! Validates `model/decision-model.json` (or the file named by `DECIDER_MODEL`) with
+//! decider-core, the same code that serves it, and writes its compact form
+//! (`decider_core::compact`) to `OUT_DIR/decision-model.bin`, which the Worker embeds: no
+//! JSON parsing of the model at isolate start. An artifact whose action list, encoder
+//! version or shapes differ from this build fails the build, not a request.
+//! `DECIDER_ALLOW_INVALID_MODEL=1` embeds a refused artifact anyway (with a warning), as a
+//! compact form carrying only the refusal: the Worker then serves from rules and /v1/health
+//! says why. That switch exists to exercise the fallback, not for deployments.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,7 +39,8 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if let Err(e) = decider_core::Model::from_json(&text) {
+    let (bytes, refused) = decider_core::compact::compile_or_refusal(&text);
+    if let Some(e) = refused {
         let allow = std::env::var("DECIDER_ALLOW_INVALID_MODEL").as_deref() == Ok("1");
         if !allow {
             eprintln!(
@@ -51,7 +54,7 @@ fn main() -> ExitCode {
             "cargo:warning=embedding a refused model artifact ({e}); the Worker will serve from rules"
         );
     }
-    if let Err(e) = std::fs::write(out_dir.join("decision-model.json"), &text) {
+    if let Err(e) = std::fs::write(out_dir.join("decision-model.bin"), bytes) {
         eprintln!("error: cannot write the embedded artifact: {e}");
         return ExitCode::FAILURE;
     }
