@@ -1,12 +1,14 @@
 //! Embeds the decision models into the Worker at build time.
 //!
 //! The champion, `model/decision-model.json` (or the file named by `DECIDER_MODEL`), and an
-//! optional challenger, `model/challenger.json` (or `DECIDER_CHALLENGER`), are copied into
-//! `OUT_DIR` after validation with decider-core, the same code that serves them: an artifact
-//! whose action list, encoder version or shapes differ from this build fails the build, not
-//! a request. `DECIDER_ALLOW_INVALID_MODEL=1` embeds a refused artifact anyway (with a
-//! warning); the Worker then serves that model's traffic from rules and /v1/health says why.
-//! That switch exists to exercise the fallback, not for deployments.
+//! optional challenger, `model/challenger.json` (or `DECIDER_CHALLENGER`), are validated with
+//! decider-core, the same code that serves them, and written to `OUT_DIR` in their compact
+//! form (`decider_core::compact`), which the Worker embeds: no JSON parsing of a model at
+//! isolate start. An artifact whose action list, encoder version or shapes differ from this
+//! build fails the build, not a request. `DECIDER_ALLOW_INVALID_MODEL=1` embeds a refused
+//! artifact anyway (with a warning) as a compact form carrying only the refusal: the Worker
+//! then serves that model's traffic from rules and /v1/health says why. That switch exists
+//! to exercise the fallback, not for deployments.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -32,11 +34,11 @@ fn main() -> ExitCode {
     let challenger = std::env::var_os("DECIDER_CHALLENGER").map(PathBuf::from);
     let challenger_required = challenger.is_some();
     let challenger = challenger.unwrap_or_else(|| manifest.join("model/challenger.json"));
-    let embedded = embed(&champion, true, &out_dir.join("decision-model.json")).and_then(|()| {
+    let embedded = embed(&champion, true, &out_dir.join("decision-model.bin")).and_then(|()| {
         embed(
             &challenger,
             challenger_required,
-            &out_dir.join("challenger.json"),
+            &out_dir.join("challenger.bin"),
         )
     });
     match embedded {
@@ -48,13 +50,12 @@ fn main() -> ExitCode {
     }
 }
 
-/// Validates the artifact at `path` and writes it to `out`. An optional artifact that does
-/// not exist is written as an empty file (no such model).
+/// Validates the artifact at `path` and writes its compact form to `out`. An optional
+/// artifact that does not exist is written as an empty file (no such model).
 fn embed(path: &Path, required: bool, out: &Path) -> Result<(), String> {
     println!("cargo:rerun-if-changed={}", path.display());
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(_) if !required && !path.exists() => String::new(),
+    let bytes = match std::fs::read_to_string(path) {
+        Err(_) if !required && !path.exists() => Vec::new(),
         Err(e) => {
             return Err(format!(
                 "cannot read the model artifact {}: {e}\n\
@@ -62,21 +63,23 @@ fn embed(path: &Path, required: bool, out: &Path) -> Result<(), String> {
                 path.display()
             ))
         }
-    };
-    if !text.is_empty() {
-        if let Err(e) = decider_core::Model::from_json(&text) {
-            if std::env::var("DECIDER_ALLOW_INVALID_MODEL").as_deref() != Ok("1") {
-                return Err(format!(
-                    "the model artifact {} is refused: {e}\n\
-                     (DECIDER_ALLOW_INVALID_MODEL=1 embeds it anyway; the Worker then serves from rules)",
+        Ok(text) => {
+            let (bytes, refused) = decider_core::compact::compile_or_refusal(&text);
+            if let Some(e) = refused {
+                if std::env::var("DECIDER_ALLOW_INVALID_MODEL").as_deref() != Ok("1") {
+                    return Err(format!(
+                        "the model artifact {} is refused: {e}\n\
+                         (DECIDER_ALLOW_INVALID_MODEL=1 embeds it anyway; the Worker then serves from rules)",
+                        path.display()
+                    ));
+                }
+                println!(
+                    "cargo:warning=embedding a refused model artifact {} ({e}); the Worker will serve its traffic from rules",
                     path.display()
-                ));
+                );
             }
-            println!(
-                "cargo:warning=embedding a refused model artifact {} ({e}); the Worker will serve its traffic from rules",
-                path.display()
-            );
+            bytes
         }
-    }
-    std::fs::write(out, &text).map_err(|e| format!("cannot write {}: {e}", out.display()))
+    };
+    std::fs::write(out, &bytes).map_err(|e| format!("cannot write {}: {e}", out.display()))
 }

@@ -136,6 +136,7 @@ mod tests {
         Isolate {
             cfg,
             decider,
+            challenger: None,
             ai: None,
             analytics: None,
         }

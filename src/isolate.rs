@@ -14,36 +14,38 @@ use std::sync::{Arc, OnceLock};
 use wasm_bindgen::JsValue;
 use worker::Env;
 
-/// The model artifact, copied into `OUT_DIR` by build.rs after the same validation.
-const ARTIFACT_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/decision-model.json"));
-/// The challenger's artifact; empty when none was embedded.
-const CHALLENGER_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/challenger.json"));
+/// The model artifact's compact form, written to `OUT_DIR` by build.rs after the same
+/// validation (or, for a refused artifact built with `DECIDER_ALLOW_INVALID_MODEL=1`, the
+/// refusal and its reason).
+const MODEL_BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decision-model.bin"));
+/// The challenger's compact form; empty when none was embedded.
+const CHALLENGER_BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/challenger.bin"));
 
 static EMBEDDED: OnceLock<Result<Arc<Model>, String>> = OnceLock::new();
 static CHALLENGER: OnceLock<Option<Result<Arc<Model>, String>>> = OnceLock::new();
 
-/// The embedded model, parsed and validated on first use and kept for the isolate's life.
+/// The embedded model, read and validated on first use and kept for the isolate's life.
 ///
 /// # Errors
 /// Why the artifact was refused (reported by `/v1/health`; decisions fall back to rules).
 pub fn embedded() -> Result<&'static Arc<Model>, &'static str> {
-    match EMBEDDED.get_or_init(|| load_artifact(ARTIFACT_JSON)) {
+    match EMBEDDED.get_or_init(|| load_artifact(MODEL_BYTES)) {
         Ok(m) => Ok(m),
         Err(e) => Err(e.as_str()),
     }
 }
 
-/// The embedded challenger model, if one was embedded (parsed once, like [`embedded`]).
+/// The embedded challenger model, if one was embedded (read once, like [`embedded`]).
 pub fn challenger() -> Option<Result<&'static Arc<Model>, &'static str>> {
     CHALLENGER
-        .get_or_init(|| (!CHALLENGER_JSON.is_empty()).then(|| load_artifact(CHALLENGER_JSON)))
+        .get_or_init(|| (!CHALLENGER_BYTES.is_empty()).then(|| load_artifact(CHALLENGER_BYTES)))
         .as_ref()
         .map(|r| r.as_ref().map_err(String::as_str))
 }
 
-/// Parses an artifact, turning a refusal into the message `/v1/health` shows.
-fn load_artifact(text: &str) -> Result<Arc<Model>, String> {
-    Model::from_json(text)
+/// Reads a compact model, turning a refusal into the message `/v1/health` shows.
+fn load_artifact(bytes: &[u8]) -> Result<Arc<Model>, String> {
+    Model::from_compact(bytes)
         .map(Arc::new)
         .map_err(|e| format!("embedded artifact refused: {e}"))
 }
@@ -223,12 +225,17 @@ mod tests {
 
     #[test]
     fn refused_artifact_is_reported_not_fatal() {
-        let mut v: serde_json::Value = serde_json::from_str(ARTIFACT_JSON).unwrap();
+        let shipped = include_str!("../model/decision-model.json");
+        let mut v: serde_json::Value = serde_json::from_str(shipped).unwrap();
         v["actions"] = serde_json::json!(["route_b", "route_a", "route_c", "reject"]);
-        let e = load_artifact(&v.to_string()).unwrap_err();
+        // What build.rs embeds for it under DECIDER_ALLOW_INVALID_MODEL=1.
+        let (bytes, refused) = decider_core::compact::compile_or_refusal(&v.to_string());
+        assert!(refused.is_some());
+        let e = load_artifact(&bytes).unwrap_err();
         assert!(e.starts_with("embedded artifact refused: "), "{e}");
         assert!(e.contains("action list"), "{e}");
-        assert!(load_artifact("not json").is_err());
+        let e = load_artifact(b"not a model").unwrap_err();
+        assert!(e.contains("magic"), "{e}");
     }
 
     #[test]

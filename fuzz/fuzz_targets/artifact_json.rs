@@ -19,8 +19,9 @@ fuzz_target!(|data: &[u8]| {
         }
     };
     assert!((0.0..=1.0).contains(&model.threshold()));
-    let again = serde_json::to_string(model.artifact())
+    let again = decider_core::model::parse_json(text)
         .map_err(|e| e.to_string())
+        .and_then(|a| serde_json::to_string(&a).map_err(|e| e.to_string()))
         .and_then(|t| Model::from_json(&t).map_err(|e| e.to_string()))
         .expect("a loaded artifact round-trips");
     for s in sample_states() {

@@ -160,7 +160,7 @@ describe("champion/challenger", () => {
 
   test("the challenger serves its sticky share; every record names its arm and model", async () => {
     const w = await worker(vars, CHALLENGER_BUILD);
-    const h = await (await w.fetch("/v1/health")).json();
+    const h = await (await w.health()).json();
     expect(h.challenger).toMatchObject({ loaded: true, version: "challenger-test", percent: 30, error: null });
     expect(h.model.version).not.toBe("challenger-test");
     const arms = { champion: 0, challenger: 0, holdout: 0 };
@@ -193,7 +193,7 @@ describe("champion/challenger", () => {
 
   test("without an embedded challenger, CHALLENGER_PERCENT serves everything from the champion", async () => {
     const w = await worker(vars);
-    const h = await (await w.fetch("/v1/health")).json();
+    const h = await (await w.health()).json();
     expect(h.challenger).toBeUndefined();
     for (let i = 0; i < 40; i++) {
       const line = await routed(w, { "x-user": `user-${i}` });

@@ -8,7 +8,9 @@
 //! - [`actions`]: the fixed action space ([`ACTIONS`]).
 //! - [`state`]: the request state, parsed and validated with field-naming errors.
 //! - [`features`]: encoder v1, state → 16 floats.
-//! - [`model`]: the artifact format, its validation, and tree-ensemble inference.
+//! - [`artifact`]: the JSON artifact's schema (re-exported by [`model`]).
+//! - [`model`]: artifact validation and tree-ensemble inference.
+//! - [`compact`]: the compact binary form every model is served from (the Worker embeds it).
 //! - [`output`]: a model's answer checked into a [`ModelOutcome`] (or why there is none).
 //! - [`rules`]: the first-hit rule table.
 //! - [`policy`]: model outcome + gates + rules → [`Decision`].
@@ -19,10 +21,13 @@
 //!   regions, canary buckets, failover, signal freshness.
 //!
 //! Modules depend on each other in this order only (no cycles): `actions`, `state` →
-//! `features`, `rules` → `model` → `output` → `policy` → `decider`, `record` → `routing`.
+//! `features`, `rules` → `artifact` → `model` → `compact` → `output` → `policy` →
+//! `decider`, `record` → `routing`.
 #![deny(missing_docs)]
 
 pub mod actions;
+pub mod artifact;
+pub mod compact;
 pub mod decider;
 pub mod features;
 pub mod model;

@@ -3,16 +3,20 @@
 //! The artifact is JSON. It records the action list and encoder version it
 //! was trained with; [`Model::from_json`] refuses one whose action list (order included)
 //! or encoder version differs from this build's, whose shapes are inconsistent, or that
-//! holds a non-finite number. Inference is a gradient-boosted tree ensemble (one tree per
-//! action per round, softmax over the summed margins), temperature-calibrated: no
-//! dependency beyond serde, deterministic, and small enough to run in the Worker's wasm
-//! in microseconds.
+//! holds a non-finite number. Every model is served from its compact form
+//! ([`crate::compact`]): loading JSON compiles the artifact and reads the bytes back, as
+//! the Worker reads the bytes embedded at build time. Inference is a gradient-boosted tree
+//! ensemble (one tree per action per round, softmax over the summed margins),
+//! temperature-calibrated: no dependency beyond serde, deterministic, and small enough to
+//! run in the Worker's wasm in microseconds.
 
 use crate::actions::{Action, ACTIONS, NUM_ACTIONS};
 use crate::features::{Features, ENCODER_VERSION, FEATURE_DIM};
-use crate::state::State;
-use serde::{Deserialize, Serialize};
 use thiserror::Error;
+
+pub use crate::artifact::{
+    Artifact, Calibration, CalibrationMethod, Ensemble, FeatureRanges, Tree,
+};
 
 /// Version of the artifact layout understood by this build.
 pub const FORMAT_VERSION: u32 = 1;
@@ -54,6 +58,12 @@ pub enum ArtifactError {
     /// Shapes or indices are inconsistent.
     #[error("artifact shape error: {0}")]
     Shape(String),
+    /// Bytes that are not a compact model of this build's layout (see [`crate::compact`]).
+    #[error("compact model is not valid: {0}")]
+    Compact(String),
+    /// A compact form that carries the build-time refusal of its artifact, and why.
+    #[error("{0}")]
+    Refused(String),
     /// A calibration or threshold value out of its range.
     #[error("artifact {field} must be {range}, got {got}")]
     Range {
@@ -64,147 +74,6 @@ pub enum ArtifactError {
         /// Value found.
         got: f64,
     },
-}
-
-/// The serialised artifact. Field order here is the order in the file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Artifact {
-    /// Artifact layout version ([`FORMAT_VERSION`]).
-    pub format_version: u32,
-    /// Identifies the trained model; logged with every decision.
-    pub model_version: String,
-    /// Encoder the model was trained with.
-    pub encoder_version: u32,
-    /// Action names in model output order.
-    pub actions: Vec<String>,
-    /// Feature vector length.
-    pub feature_dim: usize,
-    /// Model weights.
-    pub model: Ensemble,
-    /// Confidence calibration.
-    pub calibration: Calibration,
-    /// Confidence at or above which the model's action is used.
-    pub threshold: f64,
-    /// Range of each raw state field seen in training (out-of-distribution check).
-    pub feature_ranges: FeatureRanges,
-    /// Training record: data hash, rows, parameters, metrics. Free-form, not used in serving.
-    pub training: serde_json::Value,
-}
-
-/// Gradient-boosted trees, softmax over per-action margins.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Ensemble {
-    /// Model family; `"gbdt"`.
-    pub kind: String,
-    /// Initial margin per action.
-    pub base_score: Vec<f64>,
-    /// Trees; each leaf adds one value to the margin of every action.
-    pub trees: Vec<Tree>,
-}
-
-/// One multi-output regression tree in struct-of-arrays form. Node 0 is the root. A node
-/// with `feature[i] < 0` is a leaf adding `value[i][k]` to the margin of action `k`;
-/// otherwise go to `left[i]` when `x[feature[i]] <= threshold[i]`, else to `right[i]`.
-/// Children come after their parent.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Tree {
-    /// Split feature per node, -1 for leaves.
-    pub feature: Vec<i32>,
-    /// Split threshold per node (0 for leaves).
-    pub threshold: Vec<f64>,
-    /// Left child per node (0 for leaves).
-    pub left: Vec<u32>,
-    /// Right child per node (0 for leaves).
-    pub right: Vec<u32>,
-    /// Leaf values per node, one per action in action order (zeros for internal nodes).
-    pub value: Vec<[f64; NUM_ACTIONS]>,
-}
-
-/// Confidence calibration: probabilities are `softmax(margin / temperature)`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Calibration {
-    /// `"temperature"`.
-    pub method: CalibrationMethod,
-    /// Temperature, > 0. 1 means uncalibrated.
-    pub temperature: f64,
-}
-
-/// Calibration methods.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CalibrationMethod {
-    /// Temperature scaling fitted on validation data.
-    Temperature,
-}
-
-/// `[min, max]` of each raw state field in the training data.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FeatureRanges {
-    /// Range of `request_type`.
-    pub request_type: [f64; 2],
-    /// Range of `region_id`.
-    pub region_id: [f64; 2],
-    /// Range of `current_load`.
-    pub current_load: [f64; 2],
-    /// Range of `recent_success_rate`.
-    pub recent_success_rate: [f64; 2],
-    /// Range of `queue_depth`.
-    pub queue_depth: [f64; 2],
-    /// Range of `hour`.
-    pub hour: [f64; 2],
-}
-
-impl FeatureRanges {
-    /// Ranges that admit nothing; widen with [`FeatureRanges::include`].
-    pub fn empty() -> FeatureRanges {
-        let e = [f64::INFINITY, f64::NEG_INFINITY];
-        FeatureRanges {
-            request_type: e,
-            region_id: e,
-            current_load: e,
-            recent_success_rate: e,
-            queue_depth: e,
-            hour: e,
-        }
-    }
-
-    fn pairs(&self) -> [(&'static str, [f64; 2]); 6] {
-        [
-            ("request_type", self.request_type),
-            ("region_id", self.region_id),
-            ("current_load", self.current_load),
-            ("recent_success_rate", self.recent_success_rate),
-            ("queue_depth", self.queue_depth),
-            ("hour", self.hour),
-        ]
-    }
-
-    /// Widens the ranges to include `s`.
-    pub fn include(&mut self, s: &State) {
-        let grow = |r: &mut [f64; 2], v: f64| {
-            r[0] = r[0].min(v);
-            r[1] = r[1].max(v);
-        };
-        grow(&mut self.request_type, f64::from(s.request_type));
-        grow(&mut self.region_id, f64::from(s.region_id));
-        grow(&mut self.current_load, s.current_load);
-        grow(&mut self.recent_success_rate, s.recent_success_rate);
-        grow(&mut self.queue_depth, s.queue_depth);
-        grow(&mut self.hour, f64::from(s.hour));
-    }
-
-    /// The first raw field of `s` outside its training range, if any.
-    pub fn outlier(&self, s: &State) -> Option<&'static str> {
-        self.pairs().into_iter().find_map(|(name, [lo, hi])| {
-            let v = s.field(name).unwrap_or(f64::NAN);
-            (!(lo..=hi).contains(&v)).then_some(name)
-        })
-    }
 }
 
 /// Flattened tree node for fast traversal.
@@ -250,7 +119,16 @@ const _: () = assert!(PADDED.is_power_of_two() && (PAD_FEATURE as usize) < PADDE
 /// A validated, ready-to-run model.
 #[derive(Debug, Clone)]
 pub struct Model {
-    artifact: Artifact,
+    /// The artifact's `model_version`.
+    version: String,
+    /// The artifact's calibrated threshold.
+    threshold: f64,
+    /// The artifact's calibration temperature.
+    temperature: f64,
+    /// The artifact's training ranges.
+    ranges: FeatureRanges,
+    /// The artifact's base scores.
+    base_score: [f64; NUM_ACTIONS],
     /// All trees' nodes, flattened.
     nodes: Vec<Node>,
     /// Per node: its leaf values for leaves, zeros for splits. Indexed by node, so that a
@@ -265,38 +143,9 @@ pub struct Model {
 }
 
 impl Model {
-    /// Parses and validates an artifact.
-    ///
-    /// # Errors
-    /// An [`ArtifactError`] naming what is wrong: action list, encoder version, format,
-    /// shapes, a non-finite number, or an out-of-range threshold / temperature.
-    ///
-    /// ```
-    /// use decider_core::{Model, State, features::encode};
-    /// let model = Model::from_json(decider_core::model::tests_support::TINY_ARTIFACT).unwrap();
-    /// let s = State { request_type: 1, region_id: 3, current_load: 0.4,
-    ///                 recent_success_rate: 0.97, queue_depth: 12.0, hour: 14 };
-    /// let p = model.predict(&encode(&s));
-    /// assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-9);
-    /// ```
-    pub fn from_json(text: &str) -> Result<Model, ArtifactError> {
-        let artifact: Artifact = serde_json::from_str(text).map_err(|e| {
-            let msg = e.to_string();
-            if msg.starts_with("number out of range") {
-                ArtifactError::NonFinite(format!("line {} column {}", e.line(), e.column()))
-            } else {
-                ArtifactError::Json(msg)
-            }
-        })?;
-        Model::from_artifact(artifact)
-    }
-
-    /// Validates an in-memory artifact.
-    ///
-    /// # Errors
-    /// As [`Model::from_json`].
-    pub fn from_artifact(artifact: Artifact) -> Result<Model, ArtifactError> {
-        let a = &artifact;
+    /// Validates `a` and lays it out for inference, as it is (no compaction): the one
+    /// validation of every loading path.
+    pub(crate) fn build(a: &Artifact) -> Result<Model, ArtifactError> {
         if a.format_version != FORMAT_VERSION {
             return Err(ArtifactError::FormatVersion {
                 got: a.format_version,
@@ -417,7 +266,11 @@ impl Model {
             )));
         }
         Ok(Model {
-            artifact,
+            version: a.model_version.clone(),
+            threshold: a.threshold,
+            temperature: t,
+            ranges: a.feature_ranges,
+            base_score: std::array::from_fn(|k| a.model.base_score[k]),
             nodes,
             leaves,
             roots,
@@ -425,30 +278,29 @@ impl Model {
         })
     }
 
-    /// The artifact this model was loaded from.
-    pub fn artifact(&self) -> &Artifact {
-        &self.artifact
-    }
-
     /// The model version string.
     pub fn version(&self) -> &str {
-        &self.artifact.model_version
+        &self.version
     }
 
     /// The calibrated threshold recorded in the artifact.
     pub fn threshold(&self) -> f64 {
-        self.artifact.threshold
+        self.threshold
+    }
+
+    /// The calibration temperature recorded in the artifact.
+    pub fn temperature(&self) -> f64 {
+        self.temperature
     }
 
     /// Training ranges of the raw state fields.
     pub fn ranges(&self) -> &FeatureRanges {
-        &self.artifact.feature_ranges
+        &self.ranges
     }
 
     /// Raw (uncalibrated) margins per action.
     pub fn margins(&self, x: &Features) -> [f64; NUM_ACTIONS] {
-        let mut m = [0.0; NUM_ACTIONS];
-        m.copy_from_slice(&self.artifact.model.base_score);
+        let mut m = self.base_score;
         let mut xs = [0.0; PADDED];
         xs[..FEATURE_DIM].copy_from_slice(x);
         for g in &self.groups {
@@ -491,13 +343,33 @@ impl Model {
 
     /// Calibrated probabilities per action (they sum to 1).
     pub fn predict(&self, x: &Features) -> Probabilities {
-        softmax(&self.margins(x), self.artifact.calibration.temperature)
+        softmax(&self.margins(x), self.temperature)
     }
 
     /// The most probable action and its calibrated probability.
     pub fn top(&self, x: &Features) -> (Action, f64) {
         argmax(&self.predict(x))
     }
+}
+
+/// Parses an artifact's JSON text (no validation beyond its types).
+pub fn parse_json(text: &str) -> Result<Artifact, ArtifactError> {
+    serde_json::from_str(text).map_err(|e| {
+        let msg = e.to_string();
+        if msg.starts_with("number out of range") {
+            ArtifactError::NonFinite(format!("line {} column {}", e.line(), e.column()))
+        } else {
+            ArtifactError::Json(msg)
+        }
+    })
+}
+
+/// Everything [`Model::from_artifact`] refuses, on the artifact as it is.
+///
+/// # Errors
+/// As [`Model::from_json`].
+pub fn validate(a: &Artifact) -> Result<(), ArtifactError> {
+    Model::build(a).map(|_| ())
 }
 
 /// Validates one tree and appends its nodes (with absolute child indices) to `nodes`, and
@@ -647,9 +519,12 @@ pub mod tests_support {
             .collect()
     }
 
-    /// The artifact's definition of its trees, walked node by node (no re-layout): the
-    /// reference the fast walk is tested against.
+    /// The artifact's definition of its trees, walked node by node (no re-layout), with
+    /// leaf values as its compact form serves them (rounded to f32 when they all fit, see
+    /// [`crate::compact`]): the reference the fast walk is tested against.
     pub fn reference_margins(a: &Artifact, x: &Features) -> [f64; NUM_ACTIONS] {
+        let f32_leaves = a.leaves_fit_f32();
+        let served = |v: f64| if f32_leaves { f64::from(v as f32) } else { v };
         let mut m = [0.0; NUM_ACTIONS];
         m.copy_from_slice(&a.model.base_score);
         for t in &a.model.trees {
@@ -661,7 +536,9 @@ pub mod tests_support {
                     t.right[i] as usize
                 };
             }
-            m.iter_mut().zip(&t.value[i]).for_each(|(a, b)| *a += b);
+            m.iter_mut()
+                .zip(&t.value[i])
+                .for_each(|(a, b)| *a += served(*b));
         }
         m
     }
@@ -689,6 +566,7 @@ mod tests {
     use super::tests_support::{reference_margins, TINY_ARTIFACT};
     use super::*;
     use crate::features::encode;
+    use crate::state::State;
 
     fn state(region: u8, load: f64) -> State {
         State {
@@ -798,6 +676,7 @@ mod tests {
         let shipped = std::fs::read_to_string(path).unwrap();
         for text in [TINY_ARTIFACT, shipped.as_str()] {
             let m = Model::from_json(text).unwrap();
+            let a = parse_json(text).unwrap();
             let mut seed = 0x2545_f491_4f6c_dd1du64;
             let mut next = || {
                 seed ^= seed << 13;
@@ -815,10 +694,10 @@ mod tests {
                     hour: (next() * 24.0) as u8,
                 };
                 let mut x = encode(&s);
-                assert_eq!(m.margins(&x), reference_margins(m.artifact(), &x));
+                assert_eq!(m.margins(&x), reference_margins(&a, &x));
                 // NaN goes right in both (never from a validated state, but defined).
                 x[(next() * FEATURE_DIM as f64) as usize] = f64::NAN;
-                assert_eq!(m.margins(&x), reference_margins(m.artifact(), &x));
+                assert_eq!(m.margins(&x), reference_margins(&a, &x));
             }
         }
     }

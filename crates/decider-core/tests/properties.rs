@@ -262,7 +262,7 @@ fn tree(leaf: impl Strategy<Value = f64> + Clone + 'static) -> impl Strategy<Val
 }
 
 fn tiny_artifact() -> Artifact {
-    Model::from_json(TINY_ARTIFACT).unwrap().artifact().clone()
+    decider_core::model::parse_json(TINY_ARTIFACT).unwrap()
 }
 
 /// A tree of any shape: grown by splitting random leaves (chains, bushes, up to 80 leaves),
@@ -340,7 +340,7 @@ fn any_features() -> impl Strategy<Value = [f64; FEATURE_DIM]> {
 
 /// A valid artifact with a generated ensemble, temperature and threshold. Leaves range
 /// from ordinary to huge (1e300, where margins are still bounded).
-fn generated_model() -> impl Strategy<Value = Model> {
+fn generated_artifact() -> impl Strategy<Value = Artifact> {
     let leaf = prop_oneof![4 => -10.0..10.0f64, 1 => -1e300..1e300f64];
     (
         prop::collection::vec(-5.0..5.0f64, NUM_ACTIONS),
@@ -354,8 +354,14 @@ fn generated_model() -> impl Strategy<Value = Model> {
             a.model.trees = trees;
             a.calibration.temperature = temperature;
             a.threshold = threshold;
-            Model::from_artifact(a).expect("generated artifacts are valid")
+            a
         })
+}
+
+/// [`generated_artifact`], loaded.
+fn generated_model() -> impl Strategy<Value = Model> {
+    generated_artifact()
+        .prop_map(|a| Model::from_artifact(a).expect("generated artifacts are valid"))
 }
 
 /// The shipped artifact, when the lead has committed it.
@@ -677,9 +683,9 @@ proptest! {
         // Up to 40 trees: several groups of lanes, the last one partly filled.
         let mut a = tiny_artifact();
         a.model.trees = trees;
-        let m = Model::from_artifact(a).expect("generated artifacts are valid");
+        let m = Model::from_artifact(a.clone()).expect("generated artifacts are valid");
         for x in &xs {
-            let want = reference_margins(m.artifact(), x);
+            let want = reference_margins(&a, x);
             prop_assert_eq!(m.margins(x).map(f64::to_bits), want.map(f64::to_bits));
         }
     }
@@ -697,14 +703,14 @@ proptest! {
 
     #[test]
     fn calibration_is_monotonic_in_temperature(
-        m in generated_model(),
+        a in generated_artifact(),
         s in valid_state(),
         t1 in 0.01..=100.0f64,
         t2 in 0.01..=100.0f64,
     ) {
         let (lo, hi) = (t1.min(t2), t1.max(t2));
         let with_t = |t: f64| {
-            let mut a = m.artifact().clone();
+            let mut a = a.clone();
             a.calibration.temperature = t;
             Model::from_artifact(a).unwrap()
         };

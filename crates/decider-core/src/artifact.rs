@@ -1,0 +1,165 @@
+//! The artifact: the JSON form a trained model is written, reviewed and validated in.
+//!
+//! These types are the file's schema (field order is the order in the file). They are
+//! re-exported from [`crate::model`], which validates an artifact and serves it.
+
+use crate::actions::NUM_ACTIONS;
+use crate::state::State;
+use serde::{Deserialize, Serialize};
+
+/// The serialised artifact. Field order here is the order in the file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Artifact {
+    /// Artifact layout version ([`FORMAT_VERSION`]).
+    pub format_version: u32,
+    /// Identifies the trained model; logged with every decision.
+    pub model_version: String,
+    /// Encoder the model was trained with.
+    pub encoder_version: u32,
+    /// Action names in model output order.
+    pub actions: Vec<String>,
+    /// Feature vector length.
+    pub feature_dim: usize,
+    /// Model weights.
+    pub model: Ensemble,
+    /// Confidence calibration.
+    pub calibration: Calibration,
+    /// Confidence at or above which the model's action is used.
+    pub threshold: f64,
+    /// Range of each raw state field seen in training (out-of-distribution check).
+    pub feature_ranges: FeatureRanges,
+    /// Training record: data hash, rows, parameters, metrics. Free-form, not used in serving.
+    pub training: serde_json::Value,
+}
+
+/// Gradient-boosted trees, softmax over per-action margins.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ensemble {
+    /// Model family; `"gbdt"`.
+    pub kind: String,
+    /// Initial margin per action.
+    pub base_score: Vec<f64>,
+    /// Trees; each leaf adds one value to the margin of every action.
+    pub trees: Vec<Tree>,
+}
+
+/// One multi-output regression tree in struct-of-arrays form. Node 0 is the root. A node
+/// with `feature[i] < 0` is a leaf adding `value[i][k]` to the margin of action `k`;
+/// otherwise go to `left[i]` when `x[feature[i]] <= threshold[i]`, else to `right[i]`.
+/// Children come after their parent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tree {
+    /// Split feature per node, -1 for leaves.
+    pub feature: Vec<i32>,
+    /// Split threshold per node (0 for leaves).
+    pub threshold: Vec<f64>,
+    /// Left child per node (0 for leaves).
+    pub left: Vec<u32>,
+    /// Right child per node (0 for leaves).
+    pub right: Vec<u32>,
+    /// Leaf values per node, one per action in action order (zeros for internal nodes).
+    pub value: Vec<[f64; NUM_ACTIONS]>,
+}
+
+/// Confidence calibration: probabilities are `softmax(margin / temperature)`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    /// `"temperature"`.
+    pub method: CalibrationMethod,
+    /// Temperature, > 0. 1 means uncalibrated.
+    pub temperature: f64,
+}
+
+/// Calibration methods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CalibrationMethod {
+    /// Temperature scaling fitted on validation data.
+    Temperature,
+}
+
+/// `[min, max]` of each raw state field in the training data.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeatureRanges {
+    /// Range of `request_type`.
+    pub request_type: [f64; 2],
+    /// Range of `region_id`.
+    pub region_id: [f64; 2],
+    /// Range of `current_load`.
+    pub current_load: [f64; 2],
+    /// Range of `recent_success_rate`.
+    pub recent_success_rate: [f64; 2],
+    /// Range of `queue_depth`.
+    pub queue_depth: [f64; 2],
+    /// Range of `hour`.
+    pub hour: [f64; 2],
+}
+
+impl FeatureRanges {
+    /// Ranges that admit nothing; widen with [`FeatureRanges::include`].
+    pub fn empty() -> FeatureRanges {
+        let e = [f64::INFINITY, f64::NEG_INFINITY];
+        FeatureRanges {
+            request_type: e,
+            region_id: e,
+            current_load: e,
+            recent_success_rate: e,
+            queue_depth: e,
+            hour: e,
+        }
+    }
+
+    /// Each field's name and range, in field order.
+    pub(crate) fn pairs(&self) -> [(&'static str, [f64; 2]); 6] {
+        [
+            ("request_type", self.request_type),
+            ("region_id", self.region_id),
+            ("current_load", self.current_load),
+            ("recent_success_rate", self.recent_success_rate),
+            ("queue_depth", self.queue_depth),
+            ("hour", self.hour),
+        ]
+    }
+
+    /// Widens the ranges to include `s`.
+    pub fn include(&mut self, s: &State) {
+        let grow = |r: &mut [f64; 2], v: f64| {
+            r[0] = r[0].min(v);
+            r[1] = r[1].max(v);
+        };
+        grow(&mut self.request_type, f64::from(s.request_type));
+        grow(&mut self.region_id, f64::from(s.region_id));
+        grow(&mut self.current_load, s.current_load);
+        grow(&mut self.recent_success_rate, s.recent_success_rate);
+        grow(&mut self.queue_depth, s.queue_depth);
+        grow(&mut self.hour, f64::from(s.hour));
+    }
+
+    /// The first raw field of `s` outside its training range, if any.
+    pub fn outlier(&self, s: &State) -> Option<&'static str> {
+        self.pairs().into_iter().find_map(|(name, [lo, hi])| {
+            let v = s.field(name).unwrap_or(f64::NAN);
+            (!(lo..=hi).contains(&v)).then_some(name)
+        })
+    }
+}
+
+impl Artifact {
+    /// Whether every leaf value rounds to a finite f32: then the compact form stores (and
+    /// every model serves) leaf values as f32, else as f64. Values of splits are never
+    /// served and do not count.
+    pub fn leaves_fit_f32(&self) -> bool {
+        self.model.trees.iter().all(|t| {
+            t.feature
+                .iter()
+                .zip(&t.value)
+                .filter(|(f, _)| **f < 0)
+                .all(|(_, v)| v.iter().all(|x| (*x as f32).is_finite()))
+        })
+    }
+}
