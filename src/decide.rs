@@ -113,16 +113,12 @@ pub async fn decide(iso: &Isolate, state: &State, gates: Gates, ctx: Context) ->
 pub async fn handle(req: &mut Request, iso: &Isolate) -> Result<Response, ApiError> {
     let bytes = http::read_json_body(req).await?;
     let state = State::from_body(&bytes, clock::utc_hour())?;
-    let key = req
-        .headers()
-        .get(iso.cfg.canary_key.header())
-        .ok()
-        .flatten()
-        .unwrap_or_default();
+    let headers = req.headers();
+    let key = headers.get(iso.cfg.canary_key.header()).ok().flatten();
     let ctx = Context {
         endpoint: Endpoint::Decide,
-        arm: iso.arm(&key, false),
-        request_id: req.headers().get("cf-ray").ok().flatten(),
+        arm: iso.arm(key.as_deref().unwrap_or_default(), false),
+        request_id: headers.get("cf-ray").ok().flatten(),
     };
     let decided = decide(iso, &state, Gates::default(), ctx).await;
     decided.log(iso);
