@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Artifact {
-    /// Artifact layout version ([`FORMAT_VERSION`]).
+    /// Artifact layout version ([`crate::model::FORMAT_VERSION`]).
     pub format_version: u32,
     /// Identifies the trained model; logged with every decision.
     pub model_version: String,
