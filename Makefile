@@ -182,16 +182,20 @@ fuzz:
 # --- model (decider CLI) ---
 # `make model` regenerates model/decision-model.json, its card and curve from the simulator
 # (byte-identical for the same seeds). `make peers` re-measures scikit-learn's MLP and
-# HistGradientBoosting against `decider train` on the same data (needs scikit-learn; the card
-# embeds model/peers.md on the next `make model`). `make unseen` checks training on routing
+# HistGradientBoosting and LightGBM against `decider train` on the simulator's data and on
+# oblique-boundary data (bench/peers.py; the card embeds model/peers.md on the next `make model`). `make unseen` checks training on routing
 # policies the simulator never produced (bench/unseen_policy.py).
 .PHONY: model peers unseen
 model:
 	bash model/regenerate.sh
 
-peers: cli
-	python3 -m pip install --quiet scikit-learn==1.5.2
-	python3 bench/peers.py --decider target/release/decider --out model/peers.md
+# On demand, not in CI: the peers live in their own virtualenv under .tools/.
+PEERS_PY := .tools/peers-venv/bin/python
+peers:
+	cargo build --release --locked -p decider-cli
+	[ -x $(PEERS_PY) ] || python3 -m venv .tools/peers-venv
+	$(PEERS_PY) -m pip install --quiet scikit-learn==1.5.2 lightgbm==4.7.0
+	$(PEERS_PY) bench/peers.py --decider target/release/decider --out model/peers.md
 
 unseen: cli
 	python3 bench/unseen_policy.py --decider target/release/decider

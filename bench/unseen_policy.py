@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Acceptance check on routing policies the simulator never produced (issue 2, must-show 2).
+"""Acceptance check on routing policies the simulator never produced.
 
-Writes datasets (DESIGN §8 format) from independent policies written here, not by the
+Writes datasets (the dataset format of crates/decider-cli/README.md) from independent policies written here, not by the
 simulator: 20,000 training rows, 10,000 test rows and 10,000 shifted test rows (loads above 1,
 deep queues, low success rates), with 0.5% label noise; then runs `decider train` and
 `decider eval --json` and prints the numbers next to the targets.

@@ -1,4 +1,4 @@
-// The fault table (tests/fixtures/faults.json, issue 5): every injected fault with its defined
+// The fault table (tests/fixtures/faults.json): every injected fault with its defined
 // outcome. Cases the other e2e files already assert name that test (`covered_by`), and this
 // file checks the named test still exists; the rest run here. A `known_bug` case states what
 // the Worker must do and runs as `test.fails` until the Worker is fixed (the reason is in the
@@ -110,7 +110,7 @@ afterAll(async () => {
 });
 
 describe("the table", () => {
-  test("lists every fault of issue 5", () => {
+  test("lists every fault of the table", () => {
     const names = TABLE.cases.map((c) => c.name).join("\n");
     for (const needle of [
       /^ai: binding throws$/m, /^ai: binding never answers \(timeout\)$/m, /^ai: garbage/m, /^ai: NaN/m, /^ai: huge answer/m,

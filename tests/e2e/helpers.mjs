@@ -18,7 +18,7 @@ export function readJson(rel) {
   return JSON.parse(readFileSync(path.join(ROOT, rel), "utf8"));
 }
 
-/** The example state from the README and issue 3. */
+/** The example state from the README. */
 export const EXAMPLE_STATE = Object.freeze({
   request_type: 1,
   region_id: 3,
@@ -182,7 +182,7 @@ export function rng(seed) {
   };
 }
 
-/** Asserts the DESIGN §5 decision shape and that headers mirror the body. */
+/** Asserts the decision shape (README, /v1/decide) and that headers mirror the body. */
 export function checkDecisionShape(expect, res, d) {
   expect(res.status).toBe(200);
   expect(res.headers.get("content-type")).toBe("application/json");
