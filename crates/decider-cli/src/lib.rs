@@ -17,6 +17,7 @@
 //! - [`serving`]: the serving policy (model, rules, threshold) loaded from files.
 //! - [`from_logs`]: logged decisions joined to their rewards, as off-policy samples.
 //! - [`ope_cmd`]: `decider ope` — a candidate estimated off-policy on logged traffic.
+//! - [`train_logs`]: `decider train --logs` — a training set labelled from logged traffic.
 //! - [`loadtest`]: the open-loop HTTP load generator behind `decider loadtest`.
 #![deny(missing_docs)]
 
@@ -38,6 +39,7 @@ pub mod serving;
 pub mod simulate;
 pub mod svg;
 pub mod train;
+pub mod train_logs;
 
 /// Why a command failed; `main` prints it on one line and exits 2 for [`CliError::Usage`],
 /// 1 otherwise.

@@ -8,9 +8,11 @@ use decider_cli::dataset;
 use decider_cli::gbdt::GbdtParams;
 use decider_cli::loadtest;
 use decider_cli::metrics::{evaluate, Evaluation};
+use decider_cli::report::join::SuccessRule;
 use decider_cli::serving::{load_decider, load_rules, ModelArgs};
 use decider_cli::simulate::{simulate, SimOptions, LABEL_NOISE};
 use decider_cli::train::{self, TrainOptions};
+use decider_cli::train_logs;
 use decider_cli::CliError;
 use decider_core::{Gates, State, ACTIONS};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -74,12 +76,21 @@ struct SimulateArgs {
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  decider train --data data/train.jsonl --out model/decision-model.json\n  decider train --data train.jsonl --valid valid.jsonl --seed 7 --target-accuracy 0.995 --out m.json"
+    after_help = "Examples:\n  decider train --data data/train.jsonl --out model/decision-model.json\n  decider train --data train.jsonl --valid valid.jsonl --seed 7 --target-accuracy 0.995 --out m.json\n  decider train --logs older/*.log.gz --slo-ms 250 --out candidate.json\n\nWith --logs, each logged decision that has an outcome is labelled with the action a reward\nmodel fitted on the logs says pays best among those the logs tried in similar states (the\nlogged action where exploration was off); the model card and the artifact's `training`\nrecord say so (source: logs). Estimate the result with `decider ope` on newer logs."
 )]
 struct TrainArgs {
     /// Training dataset (JSONL).
-    #[arg(long)]
-    data: PathBuf,
+    #[arg(long, required_unless_present = "logs", conflicts_with = "logs")]
+    data: Option<PathBuf>,
+    /// Learn from decision logs instead (any format `decider report` reads; gzip too).
+    #[arg(long, num_args = 1.., value_name = "FILE", conflicts_with = "valid")]
+    logs: Vec<PathBuf>,
+    /// With --logs: latency SLO in ms, a slower response earns 0 (when its latency is known).
+    #[arg(long, value_name = "N", conflicts_with = "data")]
+    slo_ms: Option<f64>,
+    /// With --logs: reward of a rejected request, 0..=1.
+    #[arg(long, value_name = "R", conflicts_with = "data")]
+    reject_reward: Option<f64>,
     /// Output artifact (JSON). The model card (.md) and curve (.curve.svg) are written beside it.
     #[arg(long)]
     out: PathBuf,
@@ -221,7 +232,28 @@ fn sibling(out: &Path, suffix: &str) -> PathBuf {
 
 fn cmd_train(a: TrainArgs) -> Result<()> {
     let started = Instant::now();
-    let data = dataset::read(&a.data)?;
+    let data = match &a.data {
+        Some(path) => dataset::read(path)?,
+        None => {
+            let rule = SuccessRule::new(a.slo_ms, a.reject_reward.unwrap_or(0.0))
+                .map_err(CliError::Usage)?;
+            let (data, logs) = train_logs::dataset(&a.logs, rule, a.seed, !a.quiet)?;
+            if !a.json {
+                let span = logs
+                    .span_iso()
+                    .map_or(String::new(), |(f, t)| format!(", {f} to {t}"));
+                println!(
+                    "from logs: {} labelled row(s) of {} decision(s){span}",
+                    data.rows.len(),
+                    logs.decisions
+                );
+                for w in logs.warnings() {
+                    println!("warning: {w}");
+                }
+            }
+            data
+        }
+    };
     let valid = a.valid.as_deref().map(dataset::read).transpose()?;
     let rules = load_rules(a.rules.as_deref())?;
     let opts = TrainOptions {
