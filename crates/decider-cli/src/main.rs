@@ -30,27 +30,18 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Generate a labelled synthetic dataset from the built-in routing simulator.
     Simulate(SimulateArgs),
-    /// Train, early-stop, calibrate and pick the threshold; write artifact, model card and curve.
     Train(TrainArgs),
-    /// Evaluate a model on a labelled dataset: accuracy, coverage, fallbacks, confusion, ECE.
     Eval(EvalArgs),
-    /// Decide for JSONL states on stdin (bare states or {"state": …}); JSONL decisions on stdout.
     Decide(DecideArgs),
-    /// Load-test a running Worker: open-loop constant rate or step ramp; latency percentiles,
-    /// errors by kind, decisions by x-decision-source.
     Loadtest(loadtest::LoadtestArgs),
-    /// Report on decision logs: success by arm, source, model version, origin and endpoint with
-    /// 95% intervals; fallbacks by reason and over time; verdicts (retrain, promote, roll back).
     Report(decider_cli::report::ReportArgs),
-    /// Estimate a candidate model off-policy on logged traffic: logged value, IPS, SNIPS and
-    /// doubly robust with 95% intervals, effective sample size, support warnings.
     Ope(decider_cli::ope_cmd::OpeArgs),
 }
 
 #[derive(Args)]
 #[command(
+    about = "Generate a labelled synthetic dataset from the built-in routing simulator",
     after_help = "Examples:\n  decider simulate --rows 20000 --seed 1 --out data/train.jsonl\n  decider simulate --rows 5000 --seed 9 --shifted --out data/shifted.jsonl"
 )]
 struct SimulateArgs {
@@ -76,6 +67,7 @@ struct SimulateArgs {
 
 #[derive(Args)]
 #[command(
+    about = "Train, early-stop, calibrate and pick the threshold; write artifact, model card and curve",
     after_help = "Examples:\n  decider train --data data/train.jsonl --out model/decision-model.json\n  decider train --data train.jsonl --valid valid.jsonl --seed 7 --target-accuracy 0.995 --out m.json\n  decider train --logs older/*.log.gz --slo-ms 250 --out candidate.json\n\nWith --logs, each logged decision that has an outcome is labelled with the action a reward\nmodel fitted on the logs says pays best among those the logs tried in similar states (the\nlogged action where exploration was off); the model card and the artifact's `training`\nrecord say so (source: logs). Estimate the result with `decider ope` on newer logs."
 )]
 struct TrainArgs {
@@ -137,6 +129,7 @@ struct TrainArgs {
 
 #[derive(Args)]
 #[command(
+    about = "Evaluate a model on a labelled dataset: accuracy, coverage, fallbacks, confusion, ECE",
     after_help = "Examples:\n  decider eval --model model/decision-model.json --data data/test.jsonl\n  decider eval --model m.json --data test.jsonl --threshold 0.9 --json | jq .system_accuracy"
 )]
 struct EvalArgs {
@@ -155,6 +148,7 @@ struct EvalArgs {
 
 #[derive(Args)]
 #[command(
+    about = "Decide for JSONL states on stdin (bare states or {\"state\": …}); JSONL decisions on stdout",
     after_help = "Examples:\n  echo '{\"state\":{\"request_type\":1,\"region_id\":3,\"current_load\":0.4,\"recent_success_rate\":0.97,\"queue_depth\":12,\"hour\":14}}' \\\n    | decider decide --model model/decision-model.json\n\nA line that is not a valid state yields {\"line\": N, \"error\": {…}} on stdout; the exit code is then 1."
 )]
 struct DecideArgs {

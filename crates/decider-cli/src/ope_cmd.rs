@@ -21,6 +21,7 @@ use std::path::PathBuf;
 /// Options of `decider ope`.
 #[derive(Debug, Clone, Args)]
 #[command(
+    about = "Estimate a candidate model off-policy on logged traffic: logged value, IPS, SNIPS and doubly robust with 95% intervals, effective sample size, support warnings",
     after_help = "Examples:\n  decider ope --logs tail.json --model candidate.json\n  decider ope --logs logpush/*.log.gz --model m.json --slo-ms 250 --json | jq '.dr, .warnings'\n  decider ope --logs newer.log --model m.json --rules rules/default.json --dump rows.jsonl\n\nReads every log format `decider report` reads. Samples: decisions with a joined outcome,\nholdout-arm and stale-signal decisions left out (the rules decide those whatever model\nserves). Reward: as in `decider report` (an outcome's reward, else status < 500 within\n--slo-ms; a reject pays --reject-reward). Exit code 2 for a bad flag or value, 1 when a\nfile cannot be read or the logs hold fewer than two usable samples."
 )]
 pub struct OpeArgs {

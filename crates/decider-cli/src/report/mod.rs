@@ -27,6 +27,7 @@ use verdict::Verdict;
 /// Options of `decider report`.
 #[derive(Debug, Clone, Args)]
 #[command(
+    about = "Report on decision logs: success by arm, source, model version, origin and endpoint with 95% intervals; fallbacks by reason and over time; verdicts (retrain, promote, roll back)",
     after_help = "Examples:\n  npx wrangler tail --format json > tail.json   # or: wrangler dev 2>&1 | tee dev.log\n  decider report --logs tail.json\n  decider report --logs logpush/*.log.gz workers-logs-export.json --slo-ms 250 --bucket 5m\n  decider report --logs dev.log --json | jq '.by_arm, .verdicts'\n  decider report --logs tail.json --svg-dir charts/\n\nReads raw wrangler dev/workerd output, wrangler tail --format json, Logpush\nworkers_trace_events NDJSON and Workers Logs exports, plain or gzip. Lines that hold no\nrecord are counted by reason (see `skipped`). Exit code 1 with a one-line error when a file\ncannot be read or an option is out of range."
 )]
 pub struct ReportArgs {
