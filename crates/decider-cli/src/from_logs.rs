@@ -13,7 +13,7 @@
 //! - everything else (champion and challenger arms, model and rule decisions, exploration):
 //!   a sample, with the propensity the Worker logged.
 
-use crate::logs::{format_iso_s, Arm, LogReader, ReadOptions, ReadStats, Record};
+use crate::logs::{format_iso_s, parse_iso_ms, Arm, LogReader, ReadOptions, ReadStats, Record};
 use crate::ope::Sample;
 use crate::report::join::{id_key, Join, SuccessRule};
 use decider_core::FallbackReason;
@@ -106,10 +106,10 @@ impl FromLogs {
         }
         if self.read.outcomes == 0 && self.decisions > 0 && self.left_out.no_outcome > 0 {
             w.push(format!(
-                "no outcomes joined for {} decision(s): /v1/decide callers report outcomes with \
-                 POST /v1/outcome, routed requests carry theirs; only decisions with an outcome \
-                 are samples",
-                self.left_out.no_outcome
+                "no outcome lines in the logs: {} of {} decision(s) have no outcome joined and \
+                 are left out; /v1/decide callers report outcomes with POST /v1/outcome (routed \
+                 requests carry theirs)",
+                self.left_out.no_outcome, self.decisions
             ));
         } else if self.left_out.no_outcome > 0 {
             w.push(format!(
@@ -140,7 +140,7 @@ pub fn read<P: AsRef<Path>>(
     let mut drafts: Vec<(u64, Logged)> = Vec::new();
     let mut left_out = LeftOut::default();
     let mut decisions = 0u64;
-    reader.read_paths(paths, &mut |r: Record<'_>| {
+    reader.read_paths(paths, &mut |r: Record| {
         if !join.add(&r) {
             return;
         }
@@ -161,7 +161,8 @@ pub fn read<P: AsRef<Path>>(
                 id_key(&d.decision_id),
                 Logged {
                     sample,
-                    ts_ms: d.ts_ms,
+                    // The reader admits only timestamps that parse.
+                    ts_ms: parse_iso_ms(&d.ts).unwrap_or(0),
                 },
             ));
         }

@@ -14,7 +14,7 @@ fn report_with(lines: &[String], rule: SuccessRule, bucket_ms: Option<i64>) -> R
     let mut reader = LogReader::new(ReadOptions::default());
     let mut join = Join::new(bucket_ms);
     reader
-        .read_stream("test", text.as_bytes(), &mut |r: Record<'_>| {
+        .read_stream("test", text.as_bytes(), &mut |r: Record| {
             join.add(&r);
         })
         .unwrap();

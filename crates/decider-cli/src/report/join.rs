@@ -8,7 +8,7 @@
 
 use super::stats::GroupStats;
 use super::timeline::{Timeline, REASONS};
-use crate::logs::{Arm, Endpoint, Record};
+use crate::logs::{parse_iso_ms, Arm, Endpoint, Record};
 use decider_core::{Action, FallbackReason, Source};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
@@ -232,7 +232,7 @@ impl Join {
 
     /// Adds one record. True when it is a decision whose id was not seen before (the one
     /// the join keeps: later duplicates are counted and ignored).
-    pub fn add(&mut self, r: &Record<'_>) -> bool {
+    pub fn add(&mut self, r: &Record) -> bool {
         match r {
             Record::Decision(d) => {
                 let key = id_key(&d.decision_id);
@@ -262,10 +262,11 @@ impl Join {
                     d.arm == Arm::Holdout || d.fallback_reason == Some(FallbackReason::Holdout);
                 if holdout {
                     self.holdout += 1;
-                } else {
+                } else if let Ok(ts_ms) = parse_iso_ms(&d.ts) {
+                    // The reader admits only timestamps that parse.
                     let fell_back = d.source != Source::Model;
                     self.timeline
-                        .add(d.ts_ms, fell_back.then(|| reason_index(d.fallback_reason)));
+                        .add(ts_ms, fell_back.then(|| reason_index(d.fallback_reason)));
                 }
                 true
             }

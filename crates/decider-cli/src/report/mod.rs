@@ -104,7 +104,7 @@ impl Report {
             ..ReadOptions::default()
         });
         let mut join = Join::new(bucket_ms);
-        reader.read_paths(paths, &mut |r: Record<'_>| {
+        reader.read_paths(paths, &mut |r: Record| {
             join.add(&r);
         })?;
         Ok(Report::from_join(reader.into_stats(), join, rule))
