@@ -425,20 +425,6 @@ fn grow(bins: &Bins, all: &[u32], gh: &[Stats], p: &GbdtParams) -> (Tree, Vec<Le
     (tree, out)
 }
 
-fn predict_tree(t: &Tree, x: &Features) -> [f64; NUM_ACTIONS] {
-    let mut i = 0;
-    loop {
-        if t.feature[i] < 0 {
-            return t.value[i];
-        }
-        i = if x[t.feature[i] as usize] <= t.threshold[i] {
-            t.left[i] as usize
-        } else {
-            t.right[i] as usize
-        };
-    }
-}
-
 /// Mean multiclass log-loss and accuracy of margins against labels.
 pub fn logloss(margins: &[[f64; NUM_ACTIONS]], y: &[usize], temperature: f64) -> (f64, f64) {
     let mut loss = 0.0;
@@ -503,7 +489,7 @@ pub fn fit(
             }
         }
         for (m, row) in vm.iter_mut().zip(vx) {
-            let v = predict_tree(&tree, row);
+            let v = *tree.leaf(row);
             (0..NUM_ACTIONS).for_each(|k| m[k] += v[k]);
         }
         trees.push(tree);
@@ -572,7 +558,7 @@ mod tests {
             let mut m = [0.0; NUM_ACTIONS];
             m.copy_from_slice(&a.ensemble.base_score);
             for t in &a.ensemble.trees {
-                let v = predict_tree(t, row);
+                let v = *t.leaf(row);
                 (0..NUM_ACTIONS).for_each(|k| m[k] += v[k]);
             }
             margins.push(m);

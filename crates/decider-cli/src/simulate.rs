@@ -96,16 +96,12 @@ fn round(v: f64, digits: i32) -> f64 {
     (v * p).round() / p
 }
 
-/// The simulator's noiseless routing policy (see the module docs).
-pub fn label(s: &State) -> Action {
-    let (load, success, queue) = (s.current_load, s.recent_success_rate, s.queue_depth);
-    if (load >= 0.95 && success < 0.5) || queue >= 100.0 || success < 0.15 {
-        return Action::Reject;
-    }
-    let heavy = s.request_type >= 4;
-    let base = if s.request_type == 3 && s.hour <= 5 {
+/// The base cluster of the story, before spill-over (step 2 in the module docs): night batch
+/// → `route_b`, heavy types → `route_c`, otherwise the region's home cluster.
+pub fn home_action(s: &State) -> Action {
+    if s.request_type == 3 && s.hour <= 5 {
         Action::RouteB
-    } else if heavy {
+    } else if s.request_type >= 4 {
         Action::RouteC
     } else {
         match s.region_id {
@@ -113,7 +109,17 @@ pub fn label(s: &State) -> Action {
             4..=6 => Action::RouteB,
             _ => Action::RouteC,
         }
-    };
+    }
+}
+
+/// The simulator's noiseless routing policy (see the module docs).
+pub fn label(s: &State) -> Action {
+    let (load, success, queue) = (s.current_load, s.recent_success_rate, s.queue_depth);
+    if (load >= 0.95 && success < 0.5) || queue >= 100.0 || success < 0.15 {
+        return Action::Reject;
+    }
+    let heavy = s.request_type >= 4;
+    let base = home_action(s);
     let mut spill_at = if heavy { 0.7 } else { 0.85 };
     if (14..=20).contains(&s.hour) {
         spill_at -= 0.05;

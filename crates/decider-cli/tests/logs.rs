@@ -11,11 +11,11 @@ fn read_with(opts: ReadOptions, bytes: &[u8]) -> (Vec<(String, String, String)>,
     let mut reader = LogReader::new(opts);
     let mut got = Vec::new();
     reader
-        .read_stream("input", bytes, &mut |r: Record<'_>| {
+        .read_stream("input", bytes, &mut |r: Record| {
             got.push(match r {
                 Record::Decision(d) => (
                     "decision".to_owned(),
-                    d.decision_id.into_owned(),
+                    d.decision_id,
                     format!(
                         "{} {} {}",
                         d.endpoint.name(),
@@ -26,7 +26,7 @@ fn read_with(opts: ReadOptions, bytes: &[u8]) -> (Vec<(String, String, String)>,
                 ),
                 Record::Outcome(o) => (
                     "outcome".to_owned(),
-                    o.decision_id.into_owned(),
+                    o.decision_id,
                     format!("{:?} {:?} {:?}", o.reward, o.status, o.latency_ms),
                 ),
             })
@@ -352,4 +352,46 @@ fn a_truncated_pretty_value_does_not_swallow_the_next() {
         read(b"[\n  {\"a\": 1},\n  \"text\",\n  {\"logs\": [{\"message\": [\"x\"]}]}\n]\n");
     assert!(got.is_empty());
     assert_eq!(skipped(&s), [0, 2, 0, 0, 0]);
+}
+
+#[test]
+fn records_are_read_into_decider_cores_types_field_for_field() {
+    // Every field the Worker can write, nested objects included: the reader's checked parse
+    // and decider-core's own serde agree on all of them.
+    let line = serde_json::json!({
+        "event": "decision", "log_version": 1, "ts": "2026-12-02T10:00:00.123Z",
+        "decision_id": "0b0e6a8c", "request_id": "8f00e2e-LHR", "endpoint": "route",
+        "state": {"request_type": 1, "region_id": 3, "current_load": 0.4,
+                  "recent_success_rate": 0.97, "queue_depth": 12, "hour": 14},
+        "action": "route_b", "source": "model", "fallback_reason": null, "rule": "r2",
+        "confidence": 0.97,
+        "probabilities": {"route_a": 0.01, "route_b": 0.97, "route_c": 0.01, "reject": 0.01},
+        "propensity": 0.9, "explored": true, "model_version": "gbdt-1", "rules_version": "r-1",
+        "encoder_version": 1, "backend": "embedded", "arm": "challenger", "decision_us": 12,
+        "outcome": {"origin": "route_c", "status": 200, "latency_ms": 12.5, "failover": "route_c",
+                    "error": null, "attempts": [
+                        {"origin": "route_b", "status": 503, "error": "upstream_status", "latency_ms": 3.0},
+                        {"origin": "route_c", "status": 200, "error": null, "latency_ms": 9.5}]},
+        "request": {"method": "GET", "country": "GB", "continent": "EU", "signals_age_s": 4.5,
+                    "signals_detail": null},
+        "shadow": {"model_action": "route_a", "agree": false},
+        "detail": "model answered late"
+    })
+    .to_string();
+    let want: Record = serde_json::from_str(&line).unwrap();
+    let mut got = Vec::new();
+    let mut reader = LogReader::new(ReadOptions::default());
+    reader
+        .read_stream("input", line.as_bytes(), &mut |r: Record| got.push(r))
+        .unwrap();
+    assert_eq!(got, [want]);
+    // An unknown error kind is a bad record naming the attempt's field.
+    let bad = line.replace("\"upstream_status\"", "\"gremlins\"");
+    let (got, s) = read(bad.as_bytes());
+    assert!(got.is_empty());
+    assert!(
+        s.samples[0].contains("outcome.attempts[0].error: expected one of timeout"),
+        "{:?}",
+        s.samples
+    );
 }

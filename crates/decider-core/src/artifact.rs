@@ -4,6 +4,7 @@
 //! re-exported from [`crate::model`], which validates an artifact and serves it.
 
 use crate::actions::NUM_ACTIONS;
+use crate::features::Features;
 use crate::state::State;
 use serde::{Deserialize, Serialize};
 
@@ -62,6 +63,26 @@ pub struct Tree {
     pub right: Vec<u32>,
     /// Leaf values per node, one per action in action order (zeros for internal nodes).
     pub value: Vec<[f64; NUM_ACTIONS]>,
+}
+
+impl Tree {
+    /// The leaf values `x` reaches, walked node by node as defined above: the reference
+    /// definition of a tree (the served model walks a faster layout of the same trees).
+    ///
+    /// # Panics
+    /// On a tree that does not validate (a child index or feature out of range); every
+    /// loaded artifact has been validated.
+    pub fn leaf(&self, x: &Features) -> &[f64; NUM_ACTIONS] {
+        let mut i = 0;
+        while self.feature[i] >= 0 {
+            i = if x[self.feature[i] as usize] <= self.threshold[i] {
+                self.left[i] as usize
+            } else {
+                self.right[i] as usize
+            };
+        }
+        &self.value[i]
+    }
 }
 
 /// Confidence calibration: probabilities are `softmax(margin / temperature)`.

@@ -528,16 +528,8 @@ pub mod tests_support {
         let mut m = [0.0; NUM_ACTIONS];
         m.copy_from_slice(&a.model.base_score);
         for t in &a.model.trees {
-            let mut i = 0;
-            while t.feature[i] >= 0 {
-                i = if x[t.feature[i] as usize] <= t.threshold[i] {
-                    t.left[i] as usize
-                } else {
-                    t.right[i] as usize
-                };
-            }
             m.iter_mut()
-                .zip(&t.value[i])
+                .zip(t.leaf(x))
                 .for_each(|(a, b)| *a += served(*b));
         }
         m

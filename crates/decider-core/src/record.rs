@@ -52,7 +52,23 @@ pub enum Arm {
     Holdout,
 }
 
+impl Endpoint {
+    /// All endpoints, in wire order.
+    pub const ALL: [Endpoint; 2] = [Endpoint::Decide, Endpoint::Route];
+
+    /// Wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Endpoint::Decide => "decide",
+            Endpoint::Route => "route",
+        }
+    }
+}
+
 impl Arm {
+    /// All arms, in wire order.
+    pub const ALL: [Arm; 3] = [Arm::Champion, Arm::Challenger, Arm::Holdout];
+
     /// Wire name.
     pub fn name(self) -> &'static str {
         match self {
@@ -106,9 +122,12 @@ pub struct DecisionRecord {
     /// The rule table's version.
     #[serde(default)]
     pub rules_version: Option<String>,
-    /// Encoder version of the build that decided.
+    /// Encoder version of the build that decided (0 when a line does not say: readers take
+    /// hand-written and trimmed lines without it).
+    #[serde(default)]
     pub encoder_version: u32,
-    /// `embedded` or `workers-ai`.
+    /// `embedded` or `workers-ai` (empty when a line does not say).
+    #[serde(default)]
     pub backend: String,
     /// The rollout arm.
     pub arm: Arm,
@@ -202,6 +221,28 @@ pub enum ErrorKind {
     BadUpstream,
     /// No origin is configured for the action.
     NoOrigin,
+}
+
+impl ErrorKind {
+    /// All kinds, in declaration order.
+    pub const ALL: [ErrorKind; 5] = [
+        ErrorKind::Timeout,
+        ErrorKind::Connect,
+        ErrorKind::UpstreamStatus,
+        ErrorKind::BadUpstream,
+        ErrorKind::NoOrigin,
+    ];
+
+    /// Wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Connect => "connect",
+            ErrorKind::UpstreamStatus => "upstream_status",
+            ErrorKind::BadUpstream => "bad_upstream",
+            ErrorKind::NoOrigin => "no_origin",
+        }
+    }
 }
 
 /// An outcome reported by a caller of `/v1/decide`.
@@ -375,6 +416,20 @@ mod tests {
         });
         let text = serde_json::to_string(&o).unwrap();
         assert_eq!(serde_json::from_str::<Record>(&text).unwrap(), o);
+    }
+
+    #[test]
+    fn wire_names_are_the_serde_names() {
+        let serde_name = |v: serde_json::Value| v.as_str().unwrap().to_owned();
+        for e in Endpoint::ALL {
+            assert_eq!(serde_name(serde_json::to_value(e).unwrap()), e.name());
+        }
+        for a in Arm::ALL {
+            assert_eq!(serde_name(serde_json::to_value(a).unwrap()), a.name());
+        }
+        for k in ErrorKind::ALL {
+            assert_eq!(serde_name(serde_json::to_value(k).unwrap()), k.name());
+        }
     }
 
     #[test]

@@ -35,7 +35,10 @@ given, `content-type: application/json`.";
 // The `///` comments on the fields below are the `--help` text.
 /// Flags of `decider loadtest`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(after_help = EXAMPLES)]
+#[command(
+    about = "Load-test a running Worker: open-loop constant rate or step ramp; latency percentiles, errors by kind, decisions by x-decision-source",
+    after_help = EXAMPLES
+)]
 pub struct LoadtestArgs {
     /// Target URL, http only (e.g. http://127.0.0.1:8787/v1/decide). Repeat it to load
     /// several targets in one interleaved schedule, each at --rate.

@@ -81,7 +81,7 @@ impl LogReader {
     pub fn read_paths<P: AsRef<Path>>(
         &mut self,
         paths: &[P],
-        visit: &mut dyn FnMut(Record<'_>),
+        visit: &mut dyn FnMut(Record),
     ) -> io::Result<()> {
         let mut files = Vec::with_capacity(paths.len());
         let mut total = 0u64;
@@ -128,7 +128,7 @@ impl LogReader {
         &mut self,
         name: &str,
         input: R,
-        visit: &mut dyn FnMut(Record<'_>),
+        visit: &mut dyn FnMut(Record),
     ) -> io::Result<()> {
         self.stats.files += 1;
         let count = Rc::new(Cell::new(0u64));
@@ -163,7 +163,7 @@ impl LogReader {
         name: &str,
         mut r: R,
         count: &Cell<u64>,
-        visit: &mut dyn FnMut(Record<'_>),
+        visit: &mut dyn FnMut(Record),
     ) {
         let max = self.opts.max_value_bytes;
         let mut line = Vec::with_capacity(4096);
@@ -268,7 +268,7 @@ impl LogReader {
     }
 
     /// One line or one gathered value: a record, an envelope of records, or a skip.
-    fn unit(&mut self, text: &[u8], name: &str, at: u64, visit: &mut dyn FnMut(Record<'_>)) {
+    fn unit(&mut self, text: &[u8], name: &str, at: u64, visit: &mut dyn FnMut(Record)) {
         let text = text.trim_ascii_end();
         let mut tally = Tally::default();
         let first = text
@@ -325,7 +325,7 @@ impl LogReader {
         tally: &mut Tally,
         name: &str,
         at: u64,
-        visit: &mut dyn FnMut(Record<'_>),
+        visit: &mut dyn FnMut(Record),
     ) {
         if is_record(raw) {
             match to_record(raw) {
@@ -384,7 +384,7 @@ impl LogReader {
         tally: &mut Tally,
         name: &str,
         at: u64,
-        visit: &mut dyn FnMut(Record<'_>),
+        visit: &mut dyn FnMut(Record),
     ) {
         match v {
             Lax::Map(raw) => self.walk(raw, depth, tally, name, at, visit),
@@ -408,7 +408,7 @@ impl LogReader {
         tally: &mut Tally,
         name: &str,
         at: u64,
-        visit: &mut dyn FnMut(Record<'_>),
+        visit: &mut dyn FnMut(Record),
     ) {
         let Some(brace) = s.find('{') else { return };
         let mut de = serde_json::Deserializer::from_str(&s[brace..]);

@@ -5,7 +5,7 @@
 //! gzip-compressed (detected by magic bytes, not by name).
 //!
 //! The reader streams: it holds one line (or one multi-line JSON value) at a time and hands
-//! each record to a visitor as a typed [`Record`] whose strings borrow from that line.
+//! each record to a visitor as decider-core's own [`Record`], the type the Worker writes.
 //! Everything that is not a record is counted in [`ReadStats`] by [`SkipReason`], with a
 //! few sample messages (`file:line: …`, naming the field of a bad record). No input makes
 //! it panic; only a file that cannot be opened is an error.
@@ -17,7 +17,7 @@
 //! "#;
 //! let mut reader = LogReader::new(ReadOptions::default());
 //! let mut rewards = Vec::new();
-//! reader.read_stream("example", text.as_bytes(), &mut |r: Record<'_>| {
+//! reader.read_stream("example", text.as_bytes(), &mut |r: Record| {
 //!     if let Record::Outcome(o) = r { rewards.push(o.reward); }
 //! }).unwrap();
 //! assert_eq!(rewards, [Some(1.0)]);
@@ -30,10 +30,11 @@ mod raw;
 mod record;
 mod time;
 
-pub use frame::LogReader;
-pub use record::{
-    parse_reason, Arm, BadField, Decision, Endpoint, Outcome, Record, RouteOutcome, LOG_VERSION,
+pub use decider_core::record::{
+    Arm, DecisionRecord, Endpoint, OutcomeRecord, Record, RouteOutcome, LOG_VERSION,
 };
+pub use frame::LogReader;
+pub use record::{parse_reason, BadField};
 pub use time::{format_iso_s, parse_iso_ms};
 
 use serde::Serialize;

@@ -218,6 +218,12 @@ pub(crate) struct RawLine<'a> {
     #[serde(borrow)]
     pub outcome: Option<Lax<'a, RawOutcome<'a>>>,
     #[serde(borrow)]
+    pub request: Option<Lax<'a, RawRequest<'a>>>,
+    #[serde(borrow)]
+    pub shadow: Option<Lax<'a, RawShadow<'a>>>,
+    #[serde(borrow)]
+    pub detail: S<'a>,
+    #[serde(borrow)]
     pub reward: S<'a>,
     #[serde(borrow)]
     pub status: S<'a>,
@@ -283,6 +289,48 @@ pub(crate) struct RawOutcome<'a> {
     pub failover: S<'a>,
     #[serde(borrow)]
     pub error: S<'a>,
+    #[serde(borrow)]
+    pub attempts: Option<Lax<'a, RawAttempt<'a>>>,
+}
+
+/// One origin contacted for a routed request.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+pub(crate) struct RawAttempt<'a> {
+    #[serde(borrow)]
+    pub origin: S<'a>,
+    #[serde(borrow)]
+    pub status: S<'a>,
+    #[serde(borrow)]
+    pub error: S<'a>,
+    #[serde(borrow)]
+    pub latency_ms: S<'a>,
+}
+
+/// Where a routed request's state came from.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+pub(crate) struct RawRequest<'a> {
+    #[serde(borrow)]
+    pub method: S<'a>,
+    #[serde(borrow)]
+    pub country: S<'a>,
+    #[serde(borrow)]
+    pub continent: S<'a>,
+    #[serde(borrow)]
+    pub signals_age_s: S<'a>,
+    #[serde(borrow)]
+    pub signals_detail: S<'a>,
+}
+
+/// Shadow mode: the model's action beside the rules'.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+pub(crate) struct RawShadow<'a> {
+    #[serde(borrow)]
+    pub model_action: S<'a>,
+    #[serde(borrow)]
+    pub agree: S<'a>,
 }
 
 /// One console message of a tail event (`message`) or a Logpush trace event (`Message`):

@@ -1,147 +1,18 @@
-//! Typed decision and outcome records (log_version 1), checked field by field from the
-//! lenient parse so that a bad record is reported with the field that was wrong.
+//! Decision and outcome records (`decider_core::record`, log_version 1) checked field by
+//! field from the lenient parse, so that a bad record is reported with the field that was
+//! wrong. The records are decider-core's own types: the Worker writes them, this reads them.
 
-use super::raw::{Lax, RawLine, RawOutcome, RawProbabilities, RawState, Scalar};
+use super::raw::{
+    Lax, RawAttempt, RawLine, RawOutcome, RawProbabilities, RawRequest, RawShadow, RawState, Scalar,
+};
 use super::time::parse_iso_ms;
+use decider_core::policy::{ProbabilityMap, Shadow};
+use decider_core::record::{
+    Arm, Attempt, DecisionRecord, Endpoint, ErrorKind, OutcomeRecord, Record, RequestInfo,
+    RouteOutcome, LOG_VERSION,
+};
 use decider_core::{Action, FallbackReason, Source, State};
-use std::borrow::Cow;
 use std::fmt;
-
-/// The record schema version this reader understands.
-pub const LOG_VERSION: u32 = 1;
-
-/// One record read from the logs. Strings borrow from the line being read: a visitor that
-/// keeps them calls [`Cow::into_owned`].
-// One record lives at a time, on the stack, on its way to the visitor: boxing the larger
-// variant would cost an allocation per line.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq)]
-pub enum Record<'a> {
-    /// A decision the Worker made.
-    Decision(Decision<'a>),
-    /// A caller's outcome for a `/v1/decide` decision.
-    Outcome(Outcome<'a>),
-}
-
-/// Where the decision was made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Endpoint {
-    /// `POST /v1/decide`: the caller routes and may report an outcome line.
-    Decide,
-    /// Edge routing: the Worker proxied the request and logged the outcome itself.
-    Route,
-}
-
-/// The rollout arm that served the decision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Arm {
-    /// The current model policy (with its fallbacks).
-    Champion,
-    /// A candidate model serving a share.
-    Challenger,
-    /// Canary traffic kept on the rules.
-    Holdout,
-}
-
-impl Endpoint {
-    /// All endpoints, in wire order.
-    pub const ALL: [Endpoint; 2] = [Endpoint::Decide, Endpoint::Route];
-    /// Wire name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Endpoint::Decide => "decide",
-            Endpoint::Route => "route",
-        }
-    }
-}
-
-impl Arm {
-    /// All arms, in wire order.
-    pub const ALL: [Arm; 3] = [Arm::Champion, Arm::Challenger, Arm::Holdout];
-    /// Wire name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Arm::Champion => "champion",
-            Arm::Challenger => "challenger",
-            Arm::Holdout => "holdout",
-        }
-    }
-}
-
-/// What happened to a routed request (the decision's `outcome` object).
-#[derive(Debug, Clone, PartialEq)]
-pub struct RouteOutcome<'a> {
-    /// The origin that finally answered or was tried.
-    pub origin: Option<Action>,
-    /// HTTP status, when a response arrived.
-    pub status: Option<u16>,
-    /// Milliseconds to response headers, across failover.
-    pub latency_ms: Option<f64>,
-    /// The failover target taken, if any.
-    pub failover: Option<Action>,
-    /// Error kind (`timeout`, `connect`, …), if any.
-    pub error: Option<Cow<'a, str>>,
-}
-
-/// A decision record.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Decision<'a> {
-    /// Milliseconds since the Unix epoch.
-    pub ts_ms: i64,
-    /// Unique id, joined with outcome lines.
-    pub decision_id: Cow<'a, str>,
-    /// cf-ray, when present.
-    pub request_id: Option<Cow<'a, str>>,
-    /// `/v1/decide` or edge routing.
-    pub endpoint: Endpoint,
-    /// The state as decided.
-    pub state: State,
-    /// The action taken.
-    pub action: Action,
-    /// Who decided.
-    pub source: Source,
-    /// Why the model did not decide.
-    pub fallback_reason: Option<FallbackReason>,
-    /// Rule name, when rules decided.
-    pub rule: Option<Cow<'a, str>>,
-    /// The model's top-action probability.
-    pub confidence: Option<f64>,
-    /// The model's probabilities in action order.
-    pub probabilities: Option<[f64; 4]>,
-    /// Probability that the serving policy chose `action`.
-    pub propensity: f64,
-    /// Exploration replaced the greedy action.
-    pub explored: bool,
-    /// The model consulted or configured.
-    pub model_version: Option<Cow<'a, str>>,
-    /// Version of the rule table.
-    pub rules_version: Option<Cow<'a, str>>,
-    /// Feature encoder version.
-    pub encoder_version: Option<u32>,
-    /// `embedded` or `workers-ai`.
-    pub backend: Option<Cow<'a, str>>,
-    /// Rollout arm.
-    pub arm: Arm,
-    /// Decision time in microseconds.
-    pub decision_us: Option<u64>,
-    /// Routed requests only.
-    pub outcome: Option<RouteOutcome<'a>>,
-}
-
-/// An outcome line (`POST /v1/outcome`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Outcome<'a> {
-    /// Milliseconds since the Unix epoch.
-    pub ts_ms: i64,
-    /// The decision it belongs to.
-    pub decision_id: Cow<'a, str>,
-    /// The caller's reward in `[0, 1]`.
-    pub reward: Option<f64>,
-    /// The caller's observed status.
-    pub status: Option<u16>,
-    /// The caller's observed latency.
-    pub latency_ms: Option<f64>,
-}
 
 /// Why a record was refused: the field (dotted path) and what was wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,7 +44,7 @@ fn absent_or_null(v: &Option<Scalar<'_>>) -> bool {
     matches!(v, None | Some(Scalar::Null))
 }
 
-fn req_str<'b, 'a>(field: &str, v: &'b Option<Scalar<'a>>) -> Result<&'b Cow<'a, str>, BadField> {
+fn req_str<'b>(field: &str, v: &'b Option<Scalar<'_>>) -> Result<&'b str, BadField> {
     match v {
         Some(Scalar::Str(s)) => Ok(s),
         None => Err(bad(field, "missing or null")),
@@ -181,10 +52,10 @@ fn req_str<'b, 'a>(field: &str, v: &'b Option<Scalar<'a>>) -> Result<&'b Cow<'a,
     }
 }
 
-fn opt_str<'a>(field: &str, v: &Option<Scalar<'a>>) -> Result<Option<Cow<'a, str>>, BadField> {
+fn opt_str(field: &str, v: &Option<Scalar<'_>>) -> Result<Option<String>, BadField> {
     match v {
         None | Some(Scalar::Null) => Ok(None),
-        Some(Scalar::Str(s)) => Ok(Some(s.clone())),
+        Some(Scalar::Str(s)) => Ok(Some(s.to_string())),
         Some(other) => Err(got(field, "a string or null", other)),
     }
 }
@@ -268,6 +139,10 @@ pub fn parse_reason(s: &str) -> Option<FallbackReason> {
     .find(|x| x.name() == s)
 }
 
+fn parse_error_kind(s: &str) -> Option<ErrorKind> {
+    ErrorKind::ALL.into_iter().find(|x| x.name() == s)
+}
+
 fn parse_endpoint(s: &str) -> Option<Endpoint> {
     Endpoint::ALL.into_iter().find(|x| x.name() == s)
 }
@@ -289,16 +164,19 @@ fn latency(field: &str, v: &Option<Scalar<'_>>) -> Result<Option<f64>, BadField>
     }
 }
 
-fn ts(v: &Option<Scalar<'_>>) -> Result<i64, BadField> {
-    parse_iso_ms(req_str("ts", v)?).map_err(|e| bad("ts", e))
+/// The timestamp as written, once it is known to parse.
+fn ts(v: &Option<Scalar<'_>>) -> Result<String, BadField> {
+    let s = req_str("ts", v)?;
+    parse_iso_ms(s).map_err(|e| bad("ts", e))?;
+    Ok(s.to_owned())
 }
 
-fn decision_id<'a>(v: &Option<Scalar<'a>>) -> Result<Cow<'a, str>, BadField> {
+fn decision_id(v: &Option<Scalar<'_>>) -> Result<String, BadField> {
     let id = req_str("decision_id", v)?;
     if id.is_empty() {
         return Err(bad("decision_id", "must not be empty"));
     }
-    Ok(id.clone())
+    Ok(id.to_owned())
 }
 
 fn state(v: &Option<Lax<'_, RawState<'_>>>) -> Result<State, BadField> {
@@ -327,7 +205,9 @@ fn state(v: &Option<Lax<'_, RawState<'_>>>) -> Result<State, BadField> {
     })
 }
 
-fn probabilities(v: &Option<Lax<'_, RawProbabilities<'_>>>) -> Result<Option<[f64; 4]>, BadField> {
+fn probabilities(
+    v: &Option<Lax<'_, RawProbabilities<'_>>>,
+) -> Result<Option<ProbabilityMap>, BadField> {
     let p = match v {
         None | Some(Lax::Scalar(Scalar::Null)) => return Ok(None),
         Some(Lax::Map(p)) => p,
@@ -338,17 +218,62 @@ fn probabilities(v: &Option<Lax<'_, RawProbabilities<'_>>>) -> Result<Option<[f6
             ))
         }
     };
-    Ok(Some([
-        num_in("probabilities.route_a", &p.route_a, 0.0, 1.0)?,
-        num_in("probabilities.route_b", &p.route_b, 0.0, 1.0)?,
-        num_in("probabilities.route_c", &p.route_c, 0.0, 1.0)?,
-        num_in("probabilities.reject", &p.reject, 0.0, 1.0)?,
-    ]))
+    Ok(Some(ProbabilityMap {
+        route_a: num_in("probabilities.route_a", &p.route_a, 0.0, 1.0)?,
+        route_b: num_in("probabilities.route_b", &p.route_b, 0.0, 1.0)?,
+        route_c: num_in("probabilities.route_c", &p.route_c, 0.0, 1.0)?,
+        reject: num_in("probabilities.reject", &p.reject, 0.0, 1.0)?,
+    }))
 }
 
-fn route_outcome<'a>(
-    v: &Option<Lax<'a, RawOutcome<'a>>>,
-) -> Result<Option<RouteOutcome<'a>>, BadField> {
+fn error_kind(field: &str, v: &Option<Scalar<'_>>) -> Result<Option<ErrorKind>, BadField> {
+    opt_enum(
+        field,
+        v,
+        "timeout, connect, upstream_status, bad_upstream, no_origin",
+        parse_error_kind,
+    )
+}
+
+fn attempt(at: &str, a: &RawAttempt<'_>) -> Result<Attempt, BadField> {
+    Ok(Attempt {
+        origin: enum_of(
+            &format!("{at}.origin"),
+            &a.origin,
+            ACTION_NAMES,
+            Action::parse_name,
+        )?,
+        status: status(&format!("{at}.status"), &a.status)?,
+        error: error_kind(&format!("{at}.error"), &a.error)?,
+        latency_ms: latency(&format!("{at}.latency_ms"), &a.latency_ms)?,
+    })
+}
+
+fn attempts(v: &Option<Lax<'_, RawAttempt<'_>>>) -> Result<Vec<Attempt>, BadField> {
+    match v {
+        None | Some(Lax::Scalar(Scalar::Null)) => Ok(Vec::new()),
+        Some(Lax::Seq(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let at = format!("outcome.attempts[{i}]");
+                match item {
+                    Lax::Map(a) => attempt(&at, a),
+                    other => Err(bad(
+                        &at,
+                        format!("expected an object, got {}", other.kind()),
+                    )),
+                }
+            })
+            .collect(),
+        Some(other) => Err(bad(
+            "outcome.attempts",
+            format!("expected an array, got {}", other.kind()),
+        )),
+    }
+}
+
+fn route_outcome(v: &Option<Lax<'_, RawOutcome<'_>>>) -> Result<Option<RouteOutcome>, BadField> {
     let o = match v {
         None | Some(Lax::Scalar(Scalar::Null)) => return Ok(None),
         Some(Lax::Map(o)) => o,
@@ -374,8 +299,59 @@ fn route_outcome<'a>(
             ACTION_NAMES,
             Action::parse_name,
         )?,
-        error: opt_str("outcome.error", &o.error)?,
+        error: error_kind("outcome.error", &o.error)?,
+        attempts: attempts(&o.attempts)?,
     }))
+}
+
+fn request(v: &Option<Lax<'_, RawRequest<'_>>>) -> Result<Option<RequestInfo>, BadField> {
+    let r = match v {
+        None | Some(Lax::Scalar(Scalar::Null)) => return Ok(None),
+        Some(Lax::Map(r)) => r,
+        Some(other) => {
+            return Err(bad(
+                "request",
+                format!("expected an object or null, got {}", other.kind()),
+            ))
+        }
+    };
+    Ok(Some(RequestInfo {
+        method: req_str("request.method", &r.method)?.to_owned(),
+        country: opt_str("request.country", &r.country)?,
+        continent: opt_str("request.continent", &r.continent)?,
+        signals_age_s: opt_num("request.signals_age_s", &r.signals_age_s)?,
+        signals_detail: opt_str("request.signals_detail", &r.signals_detail)?,
+    }))
+}
+
+fn shadow(v: &Option<Lax<'_, RawShadow<'_>>>) -> Result<Option<Shadow>, BadField> {
+    let s = match v {
+        None | Some(Lax::Scalar(Scalar::Null)) => return Ok(None),
+        Some(Lax::Map(s)) => s,
+        Some(other) => {
+            return Err(bad(
+                "shadow",
+                format!("expected an object or null, got {}", other.kind()),
+            ))
+        }
+    };
+    Ok(Some(Shadow {
+        model_action: opt_enum(
+            "shadow.model_action",
+            &s.model_action,
+            ACTION_NAMES,
+            Action::parse_name,
+        )?,
+        agree: boolean("shadow.agree", &s.agree)?,
+    }))
+}
+
+fn boolean(field: &str, v: &Option<Scalar<'_>>) -> Result<bool, BadField> {
+    match v {
+        None | Some(Scalar::Null) => Ok(false),
+        Some(Scalar::Bool(b)) => Ok(*b),
+        Some(other) => Err(got(field, "a boolean", other)),
+    }
 }
 
 /// True when the object claims to be one of our records (an `event` of "decision" or
@@ -386,7 +362,7 @@ pub(crate) fn is_record(r: &RawLine<'_>) -> bool {
 }
 
 /// Checks an object that [`is_record`] into a typed record.
-pub(crate) fn to_record<'a>(r: &RawLine<'a>) -> Result<Record<'a>, BadField> {
+pub(crate) fn to_record(r: &RawLine<'_>) -> Result<Record, BadField> {
     match &r.log_version {
         Some(Scalar::Num(v)) if *v == f64::from(LOG_VERSION) => {}
         Some(Scalar::Num(v)) => {
@@ -407,8 +383,9 @@ pub(crate) fn to_record<'a>(r: &RawLine<'a>) -> Result<Record<'a>, BadField> {
                 return Err(bad("reward", format!("must be in 0..=1, got {x}")));
             }
         }
-        let out = Outcome {
-            ts_ms: ts,
+        let out = OutcomeRecord {
+            log_version: LOG_VERSION,
+            ts,
             decision_id,
             reward,
             status: status("status", &r.status)?,
@@ -442,19 +419,16 @@ pub(crate) fn to_record<'a>(r: &RawLine<'a>) -> Result<Record<'a>, BadField> {
         Some(p) => return Err(bad("propensity", format!("must be in (0, 1], got {p}"))),
         None => return Err(bad("propensity", "missing or null")),
     };
-    let explored = match &r.explored {
-        None | Some(Scalar::Null) => false,
-        Some(Scalar::Bool(b)) => *b,
-        Some(other) => return Err(got("explored", "a boolean", other)),
-    };
+    let explored = boolean("explored", &r.explored)?;
     let confidence = opt_num("confidence", &r.confidence)?;
     if let Some(c) = confidence {
         if !(0.0..=1.0).contains(&c) {
             return Err(bad("confidence", format!("must be in 0..=1, got {c}")));
         }
     }
-    Ok(Record::Decision(Decision {
-        ts_ms: ts,
+    Ok(Record::Decision(DecisionRecord {
+        log_version: LOG_VERSION,
+        ts,
         decision_id,
         request_id: opt_str("request_id", &r.request_id)?,
         endpoint: enum_of("endpoint", &r.endpoint, "decide, route", parse_endpoint)?,
@@ -474,11 +448,16 @@ pub(crate) fn to_record<'a>(r: &RawLine<'a>) -> Result<Record<'a>, BadField> {
         explored,
         model_version: opt_str("model_version", &r.model_version)?,
         rules_version: opt_str("rules_version", &r.rules_version)?,
+        // Absent in hand-written or trimmed lines: 0 and "" say "not recorded", as decider-core
+        // reads them.
         encoder_version: opt_int("encoder_version", &r.encoder_version, f64::from(u32::MAX))?
-            .map(|v| v as u32),
-        backend: opt_str("backend", &r.backend)?,
+            .map_or(0, |v| v as u32),
+        backend: opt_str("backend", &r.backend)?.unwrap_or_default(),
         arm: enum_of("arm", &r.arm, "champion, challenger, holdout", parse_arm)?,
-        decision_us: opt_int("decision_us", &r.decision_us, 9.0e15)?.map(|v| v as u64),
+        decision_us: opt_int("decision_us", &r.decision_us, 9.0e15)?.map_or(0, |v| v as u64),
         outcome: route_outcome(&r.outcome)?,
+        request: request(&r.request)?,
+        shadow: shadow(&r.shadow)?,
+        detail: opt_str("detail", &r.detail)?,
     }))
 }

@@ -12,7 +12,7 @@
 use super::Sample;
 use crate::gbdt::{self, GbdtParams};
 use crate::rng::Rng;
-use decider_core::model::{softmax, Ensemble, Tree};
+use decider_core::model::{softmax, Ensemble};
 use decider_core::{encode, Features};
 
 /// Fewer rows than this for an action: too few to split and stop early; the caller uses the
@@ -59,7 +59,7 @@ pub fn predict(e: &Ensemble, x: &Features) -> f64 {
     let mut m = [0.0; decider_core::NUM_ACTIONS];
     m.copy_from_slice(&e.base_score);
     for t in &e.trees {
-        let v = leaf(t, x);
+        let v = t.leaf(x);
         m.iter_mut().zip(v).for_each(|(a, b)| *a += b);
     }
     let p = softmax(&m, 1.0);
@@ -69,18 +69,6 @@ pub fn predict(e: &Ensemble, x: &Features) -> f64 {
     } else {
         0.5
     }
-}
-
-fn leaf<'a>(t: &'a Tree, x: &Features) -> &'a [f64; decider_core::NUM_ACTIONS] {
-    let mut i = 0;
-    while t.feature[i] >= 0 {
-        i = if x[t.feature[i] as usize] <= t.threshold[i] {
-            t.left[i] as usize
-        } else {
-            t.right[i] as usize
-        };
-    }
-    &t.value[i]
 }
 
 #[cfg(test)]

@@ -8,30 +8,15 @@
 
 use super::{one_hot, Sample, TargetPolicy};
 use crate::rng::Rng;
-use crate::simulate::{label, sample_state};
+use crate::simulate::{home_action, label, sample_state};
 use decider_core::{Action, State, NUM_ACTIONS};
 
 /// The route that pays best: the simulator's label, or the home cluster where the simulator
 /// would reject.
 pub fn preferred_route(s: &State) -> Action {
     match label(s) {
-        Action::Reject => home(s),
+        Action::Reject => home_action(s),
         a => a,
-    }
-}
-
-/// The base cluster of the simulator's story, before spill-over.
-pub fn home(s: &State) -> Action {
-    if s.request_type == 3 && s.hour <= 5 {
-        Action::RouteB
-    } else if s.request_type >= 4 {
-        Action::RouteC
-    } else {
-        match s.region_id {
-            0..=3 => Action::RouteA,
-            4..=6 => Action::RouteB,
-            _ => Action::RouteC,
-        }
     }
 }
 
@@ -58,7 +43,7 @@ pub fn reward_probability(s: &State, a: Action) -> f64 {
 pub fn greedy(s: &State) -> Action {
     match label(s) {
         Action::Reject => Action::Reject,
-        _ => home(s),
+        _ => home_action(s),
     }
 }
 
