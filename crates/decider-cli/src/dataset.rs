@@ -47,6 +47,9 @@ pub struct Dataset {
     pub rows: Vec<(State, Action)>,
     /// SHA-256 of the file's bytes, hex.
     pub sha256: String,
+    /// Where the rows came from when not from a dataset file (`decider train --logs`): keys
+    /// merged into the artifact's training record. None for a dataset file.
+    pub provenance: Option<serde_json::Map<String, Value>>,
 }
 
 /// Parses one dataset line.
@@ -112,6 +115,7 @@ pub fn read(path: &Path) -> Result<Dataset, DatasetError> {
     Ok(Dataset {
         rows,
         sha256: hex(&Sha256::digest(&bytes)),
+        provenance: None,
     })
 }
 

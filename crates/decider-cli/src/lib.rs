@@ -14,18 +14,54 @@
 //! - [`svg`]: the small SVG writer the curve and the report's charts share.
 //! - [`logs`]: streaming reader of decision/outcome records from every log source.
 //! - [`report`]: `decider report` — join, success rates with intervals, fallback over time, verdicts.
+//! - [`serving`]: the serving policy (model, rules, threshold) loaded from files.
+//! - [`from_logs`]: logged decisions joined to their rewards, as off-policy samples.
+//! - [`ope_cmd`]: `decider ope` — a candidate estimated off-policy on logged traffic.
+//! - [`train_logs`]: `decider train --logs` — a training set labelled from logged traffic.
 //! - [`loadtest`]: the open-loop HTTP load generator behind `decider loadtest`.
 #![deny(missing_docs)]
 
+use std::path::Path;
+use thiserror::Error;
+
 pub mod card;
 pub mod dataset;
+pub mod from_logs;
 pub mod gbdt;
 pub mod loadtest;
 pub mod logs;
 pub mod metrics;
 pub mod ope;
+pub mod ope_cmd;
 pub mod report;
 pub mod rng;
+pub mod serving;
 pub mod simulate;
 pub mod svg;
 pub mod train;
+pub mod train_logs;
+
+/// Why a command failed; `main` prints it on one line and exits 2 for [`CliError::Usage`],
+/// 1 otherwise.
+#[derive(Debug, Error)]
+pub enum CliError {
+    /// A flag or value the command cannot use.
+    #[error("{0}")]
+    Usage(String),
+    /// A file that cannot be read or written (the message names it).
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// Input that was read but cannot be used (the message names the file and what is wrong).
+    #[error("{0}")]
+    Input(String),
+}
+
+impl CliError {
+    /// An I/O error on `path`, naming it.
+    pub fn file(path: &Path, e: std::io::Error) -> CliError {
+        CliError::Io(std::io::Error::new(
+            e.kind(),
+            format!("{}: {e}", path.display()),
+        ))
+    }
+}

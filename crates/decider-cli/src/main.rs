@@ -8,16 +8,17 @@ use decider_cli::dataset;
 use decider_cli::gbdt::GbdtParams;
 use decider_cli::loadtest;
 use decider_cli::metrics::{evaluate, Evaluation};
+use decider_cli::report::join::SuccessRule;
+use decider_cli::serving::{load_decider, load_rules, ModelArgs};
 use decider_cli::simulate::{simulate, SimOptions, LABEL_NOISE};
 use decider_cli::train::{self, TrainOptions};
-use decider_core::{
-    Decider, Gates, Model, ModelSource, Params, RuleTable, State, Threshold, ACTIONS,
-};
+use decider_cli::train_logs;
+use decider_cli::CliError;
+use decider_core::{Gates, State, ACTIONS};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Instant;
 
 #[derive(Parser)]
@@ -30,37 +31,28 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Generate a labelled synthetic dataset from the built-in routing simulator.
-    #[command(
-        after_help = "Examples:\n  decider simulate --rows 20000 --seed 1 --out data/train.jsonl\n  decider simulate --rows 5000 --seed 9 --shifted --out data/shifted.jsonl"
-    )]
     Simulate(SimulateArgs),
     /// Train, early-stop, calibrate and pick the threshold; write artifact, model card and curve.
-    #[command(
-        after_help = "Examples:\n  decider train --data data/train.jsonl --out model/decision-model.json\n  decider train --data train.jsonl --valid valid.jsonl --seed 7 --target-accuracy 0.995 --out m.json"
-    )]
     Train(TrainArgs),
     /// Evaluate a model on a labelled dataset: accuracy, coverage, fallbacks, confusion, ECE.
-    #[command(
-        after_help = "Examples:\n  decider eval --model model/decision-model.json --data data/test.jsonl\n  decider eval --model m.json --data test.jsonl --threshold 0.9 --json | jq .system_accuracy"
-    )]
     Eval(EvalArgs),
-    /// Decide for JSONL states on stdin (bare states or {\"state\": …}); JSONL decisions on stdout.
-    #[command(
-        after_help = "Examples:\n  echo '{\"state\":{\"request_type\":1,\"region_id\":3,\"current_load\":0.4,\"recent_success_rate\":0.97,\"queue_depth\":12,\"hour\":14}}' \\\n    | decider decide --model model/decision-model.json\n\nA line that is not a valid state yields {\"line\": N, \"error\": {…}} on stdout; the exit code is then 1."
-    )]
+    /// Decide for JSONL states on stdin (bare states or {"state": …}); JSONL decisions on stdout.
     Decide(DecideArgs),
     /// Load-test a running Worker: open-loop constant rate or step ramp; latency percentiles,
     /// errors by kind, decisions by x-decision-source.
     Loadtest(loadtest::LoadtestArgs),
     /// Report on decision logs: success by arm, source, model version, origin and endpoint with
     /// 95% intervals; fallbacks by reason and over time; verdicts (retrain, promote, roll back).
-    #[command(
-        after_help = "Examples:\n  npx wrangler tail --format json > tail.json   # or: wrangler dev 2>&1 | tee dev.log\n  decider report --logs tail.json\n  decider report --logs logpush/*.log.gz workers-logs-export.json --slo-ms 250 --bucket 5m\n  decider report --logs dev.log --json | jq '.by_arm, .verdicts'\n  decider report --logs tail.json --svg-dir charts/\n\nReads raw wrangler dev/workerd output, wrangler tail --format json, Logpush\nworkers_trace_events NDJSON and Workers Logs exports, plain or gzip. Lines that hold no\nrecord are counted by reason (see `skipped`). Exit code 1 with a one-line error when a file\ncannot be read or an option is out of range."
-    )]
     Report(decider_cli::report::ReportArgs),
+    /// Estimate a candidate model off-policy on logged traffic: logged value, IPS, SNIPS and
+    /// doubly robust with 95% intervals, effective sample size, support warnings.
+    Ope(decider_cli::ope_cmd::OpeArgs),
 }
 
 #[derive(Args)]
+#[command(
+    after_help = "Examples:\n  decider simulate --rows 20000 --seed 1 --out data/train.jsonl\n  decider simulate --rows 5000 --seed 9 --shifted --out data/shifted.jsonl"
+)]
 struct SimulateArgs {
     /// Number of rows.
     #[arg(long)]
@@ -83,10 +75,22 @@ struct SimulateArgs {
 }
 
 #[derive(Args)]
+#[command(
+    after_help = "Examples:\n  decider train --data data/train.jsonl --out model/decision-model.json\n  decider train --data train.jsonl --valid valid.jsonl --seed 7 --target-accuracy 0.995 --out m.json\n  decider train --logs older/*.log.gz --slo-ms 250 --out candidate.json\n\nWith --logs, each logged decision that has an outcome is labelled with the action a reward\nmodel fitted on the logs says pays best among those the logs tried in similar states (the\nlogged action where exploration was off); the model card and the artifact's `training`\nrecord say so (source: logs). Estimate the result with `decider ope` on newer logs."
+)]
 struct TrainArgs {
     /// Training dataset (JSONL).
-    #[arg(long)]
-    data: PathBuf,
+    #[arg(long, required_unless_present = "logs", conflicts_with = "logs")]
+    data: Option<PathBuf>,
+    /// Learn from decision logs instead (any format `decider report` reads; gzip too).
+    #[arg(long, num_args = 1.., value_name = "FILE", conflicts_with = "valid")]
+    logs: Vec<PathBuf>,
+    /// With --logs: latency SLO in ms, a slower response earns 0 (when its latency is known).
+    #[arg(long, value_name = "N", conflicts_with = "data")]
+    slo_ms: Option<f64>,
+    /// With --logs: reward of a rejected request, 0..=1.
+    #[arg(long, value_name = "R", conflicts_with = "data")]
+    reject_reward: Option<f64>,
     /// Output artifact (JSON). The model card (.md) and curve (.curve.svg) are written beside it.
     #[arg(long)]
     out: PathBuf,
@@ -132,22 +136,9 @@ struct TrainArgs {
 }
 
 #[derive(Args)]
-struct ModelArgs {
-    /// Model artifact (JSON).
-    #[arg(long)]
-    model: PathBuf,
-    /// Rule table for fallbacks (default: the shipped rules/default.json).
-    #[arg(long)]
-    rules: Option<PathBuf>,
-    /// Override the artifact's confidence threshold.
-    #[arg(long)]
-    threshold: Option<f64>,
-    /// Disable the out-of-distribution check.
-    #[arg(long)]
-    no_ood: bool,
-}
-
-#[derive(Args)]
+#[command(
+    after_help = "Examples:\n  decider eval --model model/decision-model.json --data data/test.jsonl\n  decider eval --model m.json --data test.jsonl --threshold 0.9 --json | jq .system_accuracy"
+)]
 struct EvalArgs {
     #[command(flatten)]
     model: ModelArgs,
@@ -163,6 +154,9 @@ struct EvalArgs {
 }
 
 #[derive(Args)]
+#[command(
+    after_help = "Examples:\n  echo '{\"state\":{\"request_type\":1,\"region_id\":3,\"current_load\":0.4,\"recent_success_rate\":0.97,\"queue_depth\":12,\"hour\":14}}' \\\n    | decider decide --model model/decision-model.json\n\nA line that is not a valid state yields {\"line\": N, \"error\": {…}} on stdout; the exit code is then 1."
+)]
 struct DecideArgs {
     #[command(flatten)]
     model: ModelArgs,
@@ -177,44 +171,14 @@ fn main() {
         Command::Decide(a) => cmd_decide(a),
         Command::Loadtest(a) => loadtest::run(&a),
         Command::Report(a) => decider_cli::report::run(&a).map_err(Into::into),
+        Command::Ope(a) => decider_cli::ope_cmd::run(&a).map_err(Into::into),
     };
     if let Err(e) = result {
         let msg = format!("{e:#}").replace('\n', " ");
         eprintln!("decider: error: {msg}");
-        std::process::exit(1);
+        let usage = matches!(e.downcast_ref::<CliError>(), Some(CliError::Usage(_)));
+        std::process::exit(if usage { 2 } else { 1 });
     }
-}
-
-fn load_rules(path: Option<&Path>) -> Result<RuleTable> {
-    match path {
-        None => RuleTable::from_json(decider_core::DEFAULT_RULES_JSON).map_err(|e| anyhow!("{e}")),
-        Some(p) => {
-            let text = std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?;
-            RuleTable::from_json(&text).map_err(|e| anyhow!("{}: {e}", p.display()))
-        }
-    }
-}
-
-/// The model and the whole policy the Worker would serve with it (threshold, rules, the
-/// out-of-distribution check).
-fn load_decider(a: &ModelArgs) -> Result<(Arc<Model>, Decider)> {
-    let text =
-        std::fs::read_to_string(&a.model).with_context(|| format!("{}", a.model.display()))?;
-    let model = Model::from_json(&text).map_err(|e| anyhow!("{}: {e}", a.model.display()))?;
-    let model = Arc::new(model);
-    let rules = load_rules(a.rules.as_deref())?;
-    let threshold = a
-        .threshold
-        .map(Threshold::new)
-        .transpose()
-        .map_err(|e| anyhow!("--threshold: {e}"))?;
-    let params = Params {
-        threshold,
-        ood_check: !a.no_ood,
-        ..Params::default()
-    };
-    let decider = Decider::new(ModelSource::Local(Arc::clone(&model)), Some(rules), params);
-    Ok((model, decider))
 }
 
 fn cmd_simulate(a: SimulateArgs) -> Result<()> {
@@ -268,7 +232,28 @@ fn sibling(out: &Path, suffix: &str) -> PathBuf {
 
 fn cmd_train(a: TrainArgs) -> Result<()> {
     let started = Instant::now();
-    let data = dataset::read(&a.data)?;
+    let data = match &a.data {
+        Some(path) => dataset::read(path)?,
+        None => {
+            let rule = SuccessRule::new(a.slo_ms, a.reject_reward.unwrap_or(0.0))
+                .map_err(CliError::Usage)?;
+            let (data, logs) = train_logs::dataset(&a.logs, rule, a.seed, !a.quiet)?;
+            if !a.json {
+                let span = logs
+                    .span_iso()
+                    .map_or(String::new(), |(f, t)| format!(", {f} to {t}"));
+                println!(
+                    "from logs: {} labelled row(s) of {} decision(s){span}",
+                    data.rows.len(),
+                    logs.decisions
+                );
+                for w in logs.warnings() {
+                    println!("warning: {w}");
+                }
+            }
+            data
+        }
+    };
     let valid = a.valid.as_deref().map(dataset::read).transpose()?;
     let rules = load_rules(a.rules.as_deref())?;
     let opts = TrainOptions {

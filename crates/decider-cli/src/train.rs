@@ -249,6 +249,9 @@ pub fn train(
         "params": opts.params,
         "metrics": metrics,
     });
+    if let (Some(extra), Some(t)) = (&train.provenance, artifact.training.as_object_mut()) {
+        t.extend(extra.clone());
+    }
     // The version names the content: same weights and calibration → same version.
     let body = serde_json::to_vec(&(
         &artifact.model,
@@ -293,6 +296,7 @@ mod tests {
                 noise: 0.005,
             }),
             sha256: format!("{seed:064}"),
+            provenance: None,
         }
     }
 

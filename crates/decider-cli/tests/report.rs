@@ -14,7 +14,9 @@ fn report_with(lines: &[String], rule: SuccessRule, bucket_ms: Option<i64>) -> R
     let mut reader = LogReader::new(ReadOptions::default());
     let mut join = Join::new(bucket_ms);
     reader
-        .read_stream("test", text.as_bytes(), &mut |r: Record<'_>| join.add(&r))
+        .read_stream("test", text.as_bytes(), &mut |r: Record<'_>| {
+            join.add(&r);
+        })
         .unwrap();
     Report::from_join(reader.into_stats(), join, rule)
 }

@@ -22,6 +22,44 @@ pub struct SuccessRule {
     pub reject_reward: f64,
 }
 
+impl SuccessRule {
+    /// Checks the options once: `slo_ms` a positive number of ms, `reject_reward` in `[0, 1]`.
+    ///
+    /// # Errors
+    /// A message naming the flag (`--slo-ms`, `--reject-reward`) and the value.
+    pub fn new(slo_ms: Option<f64>, reject_reward: f64) -> Result<SuccessRule, String> {
+        if let Some(slo) = slo_ms {
+            if !(slo.is_finite() && slo > 0.0) {
+                return Err(format!(
+                    "--slo-ms must be a positive number of ms, got {slo}"
+                ));
+            }
+        }
+        if !(0.0..=1.0).contains(&reject_reward) {
+            return Err(format!(
+                "--reject-reward must be in [0, 1], got {reject_reward}"
+            ));
+        }
+        Ok(SuccessRule {
+            slo_ms,
+            reject_reward,
+        })
+    }
+
+    /// The definition in words, for reports, model cards and training records.
+    pub fn describe(&self) -> String {
+        let latency = match self.slo_ms {
+            Some(slo) => format!(" and latency <= {slo} ms (when known)"),
+            None => String::new(),
+        };
+        format!(
+            "an outcome line's reward when it has one; else 1 when status < 500{latency}, \
+             else 0; a rejected request pays {}",
+            self.reject_reward
+        )
+    }
+}
+
 const SOURCES: [Source; 3] = [Source::Model, Source::Rules, Source::Default];
 const HAS_DECISION: u8 = 1;
 const HAS_EMBEDDED: u8 = 2;
@@ -137,7 +175,8 @@ pub struct Aggregates {
     pub timeline: Option<Timeline>,
 }
 
-fn id_key(id: &str) -> u64 {
+/// The join's key of a decision id (a 64-bit hash, see the module docs).
+pub fn id_key(id: &str) -> u64 {
     let mut h = DefaultHasher::new();
     id.hash(&mut h);
     h.finish()
@@ -191,8 +230,9 @@ impl Join {
         i
     }
 
-    /// Adds one record.
-    pub fn add(&mut self, r: &Record<'_>) {
+    /// Adds one record. True when it is a decision whose id was not seen before (the one
+    /// the join keeps: later duplicates are counted and ignored).
+    pub fn add(&mut self, r: &Record<'_>) -> bool {
         match r {
             Record::Decision(d) => {
                 let key = id_key(&d.decision_id);
@@ -200,7 +240,7 @@ impl Join {
                 let p = self.pending.entry(key).or_default();
                 if p.flags & HAS_DECISION != 0 {
                     self.duplicate_decisions += 1;
-                    return;
+                    return false;
                 }
                 p.flags |= HAS_DECISION;
                 if d.action == Action::Reject {
@@ -227,6 +267,7 @@ impl Join {
                     self.timeline
                         .add(d.ts_ms, fell_back.then(|| reason_index(d.fallback_reason)));
                 }
+                true
             }
             Record::Outcome(o) => {
                 self.outcome_lines += 1;
@@ -238,8 +279,18 @@ impl Join {
                 p.reward = o.reward.map_or(f32::NAN, |r| r as f32);
                 p.status = o.status.unwrap_or(0);
                 p.latency_ms = o.latency_ms.map_or(f32::NAN, |l| l as f32);
+                false
             }
         }
+    }
+
+    /// The reward of the decision with key `key` ([`id_key`]) under `rule`, from everything
+    /// added so far; None when no outcome is known for it.
+    pub fn reward_of(&self, key: u64, rule: &SuccessRule) -> Option<f64> {
+        self.pending
+            .get(&key)
+            .filter(|p| p.flags & HAS_DECISION != 0)
+            .and_then(|p| Join::reward(p, rule))
     }
 
     /// The reward of one joined decision under `rule`, or None without an outcome.

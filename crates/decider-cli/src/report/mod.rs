@@ -26,6 +26,9 @@ use verdict::Verdict;
 
 /// Options of `decider report`.
 #[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Examples:\n  npx wrangler tail --format json > tail.json   # or: wrangler dev 2>&1 | tee dev.log\n  decider report --logs tail.json\n  decider report --logs logpush/*.log.gz workers-logs-export.json --slo-ms 250 --bucket 5m\n  decider report --logs dev.log --json | jq '.by_arm, .verdicts'\n  decider report --logs tail.json --svg-dir charts/\n\nReads raw wrangler dev/workerd output, wrangler tail --format json, Logpush\nworkers_trace_events NDJSON and Workers Logs exports, plain or gzip. Lines that hold no\nrecord are counted by reason (see `skipped`). Exit code 1 with a one-line error when a file\ncannot be read or an option is out of range."
+)]
 pub struct ReportArgs {
     /// Log files, in any mix of formats: `wrangler dev` output, `wrangler tail --format json`,
     /// Logpush workers_trace_events NDJSON, Workers Logs exports; plain or gzip; `-` is stdin.
@@ -100,7 +103,9 @@ impl Report {
             ..ReadOptions::default()
         });
         let mut join = Join::new(bucket_ms);
-        reader.read_paths(paths, &mut |r: Record<'_>| join.add(&r))?;
+        reader.read_paths(paths, &mut |r: Record<'_>| {
+            join.add(&r);
+        })?;
         Ok(Report::from_join(reader.into_stats(), join, rule))
     }
 
@@ -145,23 +150,7 @@ impl Report {
 /// # Errors
 /// Options out of range, a log file that cannot be opened, a chart that cannot be written.
 pub fn run(a: &ReportArgs) -> Result<(), ReportError> {
-    if let Some(slo) = a.slo_ms {
-        if !(slo.is_finite() && slo > 0.0) {
-            return Err(ReportError::Arg(format!(
-                "--slo-ms must be a positive number of ms, got {slo}"
-            )));
-        }
-    }
-    if !(0.0..=1.0).contains(&a.reject_reward) {
-        return Err(ReportError::Arg(format!(
-            "--reject-reward must be in [0, 1], got {}",
-            a.reject_reward
-        )));
-    }
-    let rule = SuccessRule {
-        slo_ms: a.slo_ms,
-        reject_reward: a.reject_reward,
-    };
+    let rule = SuccessRule::new(a.slo_ms, a.reject_reward).map_err(ReportError::Arg)?;
     let report = Report::from_paths(&a.logs, rule, a.bucket, !a.quiet)?;
     if let Some(dir) = &a.svg_dir {
         let named = |e: std::io::Error, p: &Path| {

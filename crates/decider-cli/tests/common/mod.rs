@@ -72,3 +72,37 @@ pub fn arm_lines(prefix: &str, arm: &str, n: usize, ok: usize) -> Vec<String> {
         .map(|i| routed(&format!("{prefix}{i}"), (i % 3000) as i64, arm, i < ok))
         .collect()
 }
+
+/// Decision and outcome lines for logged bandit samples (a known logging policy with exact
+/// propensities): sample `i` is decided at `T0 + i` s; even ones through `/v1/decide` with an
+/// outcome line carrying the reward, odd ones routed with the outcome embedded (status 200
+/// for reward 1, 502 for 0, 503 for a reject).
+pub fn bandit_lines(samples: &[decider_cli::ope::Sample], prefix: &str) -> Vec<String> {
+    let mut out = Vec::with_capacity(samples.len() * 2);
+    for (i, s) in samples.iter().enumerate() {
+        let id = format!("{prefix}{i}");
+        let routed = i % 2 == 1;
+        let mut v = json!({
+            "log_version": 1, "event": "decision", "ts": ts(i as i64), "decision_id": id,
+            "request_id": null, "endpoint": if routed { "route" } else { "decide" },
+            "state": s.state.to_value(), "action": s.action.name(), "source": "model",
+            "fallback_reason": null, "rule": null, "confidence": 0.9, "probabilities": null,
+            "propensity": s.propensity, "explored": s.propensity < 1.0,
+            "model_version": "logger-1", "rules_version": "r1", "encoder_version": 1,
+            "backend": "embedded", "arm": "champion", "decision_us": 5,
+        });
+        if routed {
+            let status = match (s.action.name(), s.reward > 0.5) {
+                ("reject", _) => 503,
+                (_, true) => 200,
+                (_, false) => 502,
+            };
+            v["outcome"] = json!({"origin": s.action.name(), "status": status, "latency_ms": 20.0, "failover": null, "error": null});
+            out.push(v.to_string());
+        } else {
+            out.push(v.to_string());
+            out.push(outcome(&id, i as i64 + 1, Some(s.reward), None, None));
+        }
+    }
+    out
+}
