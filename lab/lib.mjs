@@ -5,7 +5,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { ROOT, rng, startOrigin, startWorker } from "../tests/e2e/helpers.mjs";
-import { ROUTES, hash01, latencyMs, successProb } from "./truth.mjs";
+import { ROUTES, hash01, latencyMs, succeeds, successProb } from "./truth.mjs";
 
 export { ROOT };
 export const LAB = path.join(ROOT, "lab");
@@ -13,12 +13,14 @@ export const WORK = path.join(LAB, "work");
 export const RESULTS = path.join(LAB, "results");
 const TOKEN = "lab-admin-token";
 
-/** The CLI: the release build when present, else the debug build (`make cli`). */
+/**
+ * The CLI: `DECIDER` when set, else the debug build `make lab` has just brought up to date
+ * (`make cli`; a release build lying around could be older than the sources).
+ */
 export function deciderBin() {
-  for (const p of ["target/release/decider", "target/debug/decider"]) {
-    if (existsSync(path.join(ROOT, p))) return path.join(ROOT, p);
-  }
-  throw new Error("no decider CLI: run `make cli` first");
+  const p = process.env.DECIDER || path.join(ROOT, "target/debug/decider");
+  if (!existsSync(p)) throw new Error(`no decider CLI at ${p}: run \`make cli\` first`);
+  return p;
 }
 
 /** Runs `decider ARGS…`; returns stdout. Throws with its stderr when it fails. */
@@ -68,21 +70,38 @@ function pick(r, weights) {
 }
 const round4 = (v) => Math.round(v * 1e4) / 1e4;
 
+/** `k` stratified uniforms in [0, 1): one in each of k equal slices, in a random order. */
+function stratified(r, k) {
+  const u = Array.from({ length: k }, (_, i) => (i + r()) / k);
+  for (let i = k - 1; i > 0; i--) {
+    const j = Math.floor(r() * (i + 1));
+    [u[i], u[j]] = [u[j], u[i]];
+  }
+  return u;
+}
+
 /**
  * A seeded request stream: `n` requests in batches of `batch`, each batch under one signal
  * snapshot. Half the snapshots are spread over loads 0.2–0.97, half concentrated on 0.62–0.86,
- * where the lab and the simulator disagree most.
+ * where the lab and the simulator disagree most. The snapshots are stratified (each signal's
+ * draws cover its distribution evenly), so that two streams of different seeds differ in their
+ * requests but hardly in their mix of signals: a policy's value on one stream is then close to
+ * its value on another, which is what comparing an estimate from one run with a measurement on
+ * the next needs.
  */
 export function makeStream({ seed, n, batch = 40 }) {
   const r = rng(seed);
+  const nb = Math.ceil(n / batch);
+  const [uLoad, uSuccess, uQueue] = [stratified(r, nb), stratified(r, nb), stratified(r, nb)];
   const batches = [];
-  for (let i = 0; i < n; i += batch) {
-    const load = round4(r() < 0.5 ? 0.2 + 0.77 * r() : 0.62 + 0.24 * r());
-    const success = round4(r() < 0.88 ? 0.96 + 0.035 * r() : 0.4 + 0.5 * r());
-    const queue = r() < 0.04 ? Math.round(100 + 150 * r()) : Math.round(Math.min(99, load * 35 - 8 * Math.log(1 - r())));
+  for (let b = 0; b < nb; b++) {
+    const v = uLoad[b], w = uSuccess[b], x = uQueue[b];
+    const load = round4(v < 0.5 ? 0.2 + 0.77 * (v / 0.5) : 0.62 + 0.24 * ((v - 0.5) / 0.5));
+    const success = round4(w < 0.88 ? 0.96 + 0.035 * (w / 0.88) : 0.4 + 0.5 * ((w - 0.88) / 0.12));
+    const queue = x < 0.04 ? Math.round(100 + 150 * (x / 0.04)) : Math.round(Math.min(99, load * 35 - 8 * Math.log(1 - r())));
     const signals = { current_load: load, recent_success_rate: success, queue_depth: queue };
     const requests = [];
-    for (let j = i; j < Math.min(n, i + batch); j++) {
+    for (let j = b * batch; j < Math.min(n, (b + 1) * batch); j++) {
       const type = pick(r, TYPES.map((t) => t[0]));
       const [country, region] = COUNTRIES[Math.floor(r() * COUNTRIES.length)];
       requests.push({ id: `lab-${seed}-${j}`, method: TYPES[type][1], path: TYPES[type][2](j), type, country, region });
@@ -117,8 +136,7 @@ export async function startLab({ seed, script, vars = {} }) {
           return;
         }
         const state = intendedState(lab, shared.signals);
-        const u = hash01(`${seed}:${lab.id}`);
-        const ok = u < successProb(state, action);
+        const ok = succeeds(seed, lab.id, state, action);
         if (ok) o.counts.successes++;
         lab.origin = action;
         lab.originStatus = ok ? 200 : 500;

@@ -14,7 +14,7 @@ import {
   RESULTS, ROOT, WORK, buildWithChallenger, checkIntegrity, decideStates, decider, decisionsById,
   makeStream, readJsonFile, report, runStream, startLab, stopLab, trueValue, writeJson, writeRawLog,
 } from "./lib.mjs";
-import { ROUTES } from "./truth.mjs";
+import { ROUTES, succeeds, successProb } from "./truth.mjs";
 
 const SHIPPED = path.join(ROOT, "model/decision-model.json");
 
@@ -85,6 +85,33 @@ export async function scenarioA({ n = Number(process.env.LAB_A_REQUESTS ?? 5000)
   const holdoutIdx = lines.map((d, i) => [d, i]).filter(([d]) => d.arm === "holdout").map(([, i]) => i);
   const holdoutRulesAgree = holdoutIdx.filter((i) => rules[i].action === lines[i].action).length;
 
+  // The run's decisions depend on the UTC hour (the model's spill thresholds move in hours
+  // 14–20); the ground truth does not. Replaying the same requests, arms and outcome draws
+  // with every hour of the day shows whether the must-shows depend on when the lab runs.
+  const hourReplay = [];
+  for (let h = 0; h < 24; h++) {
+    const hs = states.map((s) => ({ ...s, hour: h }));
+    const choice = {
+      champion: decideStates(SHIPPED, hs),
+      holdout: decideStates(SHIPPED, hs, ["--threshold", "1"]),
+      challenger: decideStates(challenger, hs),
+    };
+    const tally = { champion: [0, 0], holdout: [0, 0], challenger: [0, 0] };
+    let trueGap = 0;
+    lines.forEach((d, i) => {
+      tally[d.arm][0] += succeeds(seed, d.request_id, hs[i], choice[d.arm][i].action) ? 1 : 0;
+      tally[d.arm][1]++;
+      if (d.arm === "holdout") trueGap += successProb(hs[i], choice.champion[i].action) - successProb(hs[i], choice.holdout[i].action);
+    });
+    const rate = (k) => tally[k][0] / tally[k][1];
+    hourReplay.push({
+      hour: h,
+      champion: rate("champion"), challenger: rate("challenger"), holdout: rate("holdout"),
+      measured_gap: rate("champion") - rate("holdout"),
+      true_gap: trueGap / tally.holdout[1],
+    });
+  }
+
   const cc = rep.verdicts.find((v) => v.kind === "champion_vs_challenger");
   const mr = rep.verdicts.find((v) => v.kind === "model_vs_rules");
   const measuredDiff = mr.evidence.champion.p - mr.evidence.holdout.p;
@@ -140,6 +167,7 @@ export async function scenarioA({ n = Number(process.env.LAB_A_REQUESTS ?? 5000)
     },
     origin_counts: originRows,
     truth: { arms, all },
+    hour_replay: hourReplay,
     integrity,
     must_show: must,
   };

@@ -58,6 +58,11 @@ export function latencyMs(state, action, u) {
   return base + far + saturated + Math.floor(u * 4);
 }
 
+/** Whether the request `id` succeeds on `action`: its one draw against the success probability. */
+export function succeeds(seed, id, state, action) {
+  return hash01(`${seed}:${id}`) < successProb(state, action);
+}
+
 /** The action the ground truth says is best, and its success probability. */
 export function best(state) {
   let top = ROUTES[0];
