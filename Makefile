@@ -206,3 +206,12 @@ unseen: cli
 .PHONY: soak
 soak: setup build cli
 	bash scripts/soak.sh
+
+# --- lab (decision loop end to end) ---
+# The built Worker in workerd against three loopback origins with a ground truth of their own:
+# scenario A (champion/challenger + rules holdout, read by `decider report`) and scenario B
+# (explore, `decider train --logs`, `decider ope`, serve the candidate). Writes lab/results/
+# and lab/LAB.md; fails when a must-show fails. About 5 minutes; not part of `make test`.
+.PHONY: lab
+lab: setup build cli
+	node lab/run.mjs

@@ -1,0 +1,20 @@
+// `make lab`: scenario A, scenario B, then lab/LAB.md. Exits 1 when a must-show fails.
+// LAB_ONLY=a or LAB_ONLY=b runs one scenario (LAB.md keeps the other's last results).
+import { render } from "./render.mjs";
+import { scenarioA } from "./scenario-a.mjs";
+import { scenarioB } from "./scenario-b.mjs";
+
+const only = process.env.LAB_ONLY ?? "";
+const results = [];
+if (only === "" || only === "a") results.push(await scenarioA());
+if (only === "" || only === "b") results.push(await scenarioB());
+render();
+let failed = 0;
+for (const r of results) {
+  for (const m of r.must_show) {
+    console.log(`${m.pass ? "PASS" : "FAIL"} [${r.scenario}] ${m.name}: ${m.detail}`);
+    if (!m.pass) failed++;
+  }
+}
+console.log(failed ? `make lab: ${failed} must-show(s) failed (see lab/LAB.md)` : "make lab: every must-show passed (lab/LAB.md)");
+process.exit(failed ? 1 : 0);
