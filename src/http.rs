@@ -46,7 +46,7 @@ pub fn check_declared_length(content_length: Option<&str>) -> Result<(), ApiErro
 /// The body is read chunk by chunk and the read stops as soon as the limit is passed: a
 /// caller (a service binding, say) can declare a short length and keep streaming, and
 /// reading it whole first would buffer all of it. The read loop runs in JavaScript
-/// ([`read_bounded`]): one promise for the whole body instead of a wasm round trip per chunk.
+/// (`read_bounded`): one promise for the whole body instead of a wasm round trip per chunk.
 ///
 /// # Errors
 /// 415, 413, or 400 when the stream fails.
