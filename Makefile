@@ -38,7 +38,7 @@ export WRANGLER_SEND_METRICS := false
 WRANGLER := node_modules/.bin/wrangler
 
 # What the wasm build depends on; build/index.js is rebuilt only when one changes.
-WORKER_INPUTS := Cargo.toml Cargo.lock build.rs model/decision-model.json rules/default.json \
+WORKER_INPUTS := Cargo.toml Cargo.lock build.rs scripts/build-worker.sh model/decision-model.json rules/default.json \
 	$(shell find src crates/decider-core/src crates/decider-core/Cargo.toml -type f 2>/dev/null)
 
 .PHONY: help setup tools node node-runtime env dev build test fmt clippy cargo-test doc cli e2e deploy size skew clean
