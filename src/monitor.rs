@@ -80,11 +80,14 @@ pub async fn read_state(env: &Env) -> Result<Option<State>, String> {
     let kv = env
         .kv(signals::BINDING)
         .map_err(|e| format!("no {} KV binding: {e}", signals::BINDING))?;
-    let text = kv
-        .get(KEY)
-        .text()
-        .await
-        .map_err(|e| format!("KV read failed: {}", log::clip(&e.to_string())))?;
+    let text = kv.get(KEY).text().await.map_err(|e| {
+        // The whole error (stack included) goes to the log only; /v1/health shows the
+        // first line.
+        let full = e.to_string();
+        log::event("monitor_read_failed", json!({"error": log::clip(&full)}));
+        let first = full.lines().next().unwrap_or_default();
+        format!("KV read failed: {}", log::clip(first))
+    })?;
     text.map(|t| serde_json::from_str(&t).map_err(|e| format!("stored state is invalid: {e}")))
         .transpose()
 }
@@ -364,5 +367,67 @@ pub fn report(cfg: &Config, state: &Result<Option<State>, String>, now_ms: f64) 
                 "marks_current": current,
             })
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Config {
+        Config::from_pairs(pairs)
+    }
+
+    #[test]
+    fn report_before_any_run_says_why() {
+        let off = report(&cfg(&[]), &Ok(None), 0.0);
+        assert_eq!(off["enabled"], false);
+        assert_eq!(off["last_run"], Value::Null);
+        assert!(off["detail"].as_str().unwrap().contains("unset"), "{off}");
+        let on = report(&cfg(&[("HEALTH_PATH", "/healthz")]), &Ok(None), 0.0);
+        assert_eq!(on["enabled"], true);
+        assert!(on["detail"].as_str().unwrap().contains("crons"), "{on}");
+        let broken = report(&cfg(&[]), &Err("stored state is invalid: x".into()), 0.0);
+        assert_eq!(broken["error"], "stored state is invalid: x");
+    }
+
+    #[test]
+    fn marks_older_than_the_signals_window_are_not_in_force() {
+        let c = cfg(&[("HEALTH_PATH", "/healthz"), ("SIGNALS_MAX_AGE_S", "60")]);
+        let state = State {
+            at: 1_000_000.0,
+            down: vec![Action::RouteB],
+            last_run: json!({"written": true}),
+            ..State::default()
+        };
+        let s = Ok(Some(state));
+        let now = report(&c, &s, 1_030_000.0);
+        assert_eq!(now["down"], json!(["route_b"]));
+        assert_eq!(now["marks_current"], true);
+        assert_eq!(now["last_run_age_s"], 30.0);
+        assert_eq!(now["last_run"]["written"], true);
+        let later = report(&c, &s, 1_060_001.0);
+        assert_eq!(later["down"], json!([]));
+        assert_eq!(later["marks_current"], false);
+    }
+
+    #[test]
+    fn the_stored_state_round_trips_and_routing_reads_its_marks() {
+        let mut state = State {
+            at: 5.0,
+            down: vec![Action::RouteA, Action::RouteC],
+            ..State::default()
+        };
+        state
+            .origins
+            .insert(Action::RouteA, OriginHealth::default());
+        let text = serde_json::to_string(&state).unwrap();
+        let back: State = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.down, state.down);
+        assert_eq!(back.origins, state.origins);
+        let marks: Marks = serde_json::from_str(&text).unwrap();
+        assert_eq!(marks.down, [Action::RouteA, Action::RouteC]);
+        assert_eq!(marks.at, 5.0);
     }
 }
