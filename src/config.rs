@@ -6,61 +6,17 @@
 //! Parsing is pure (a lookup function in, a [`Config`] out), so it is tested natively, and it
 //! runs once per isolate.
 
+use decider_core::monitor::Params as MonitorParams;
 use decider_core::routing::{CanaryKey, Failover, Regions, RequestTypes};
 use decider_core::{Action, Explore, RuleTable, Threshold, ACTIONS, DEFAULT_RULES_JSON};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-/// A secret value: never printed, not even by `Debug`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(pub String);
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret(…)")
-    }
-}
-
-/// Where decisions come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BackendKind {
-    /// The artifact embedded at build time, run in the Worker's wasm.
-    Embedded,
-    /// A model on Workers AI, called through the `AI` binding.
-    WorkersAi,
-}
-
-impl BackendKind {
-    /// The value of `DECISION_BACKEND` that selects this backend.
-    pub fn name(self) -> &'static str {
-        match self {
-            BackendKind::Embedded => "embedded",
-            BackendKind::WorkersAi => "workers-ai",
-        }
-    }
-}
-
-/// Where the rule table came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RulesSource {
-    /// `rules/default.json`, embedded at build time.
-    Default,
-    /// The `RULES` variable.
-    Config,
-    /// `RULES=none`: no table, the default action decides every fallback.
-    None,
-}
-
-impl RulesSource {
-    /// Wire name for /v1/health.
-    pub fn name(self) -> &'static str {
-        match self {
-            RulesSource::Default => "default",
-            RulesSource::Config => "config",
-            RulesSource::None => "none",
-        }
-    }
-}
+mod kinds;
+mod parse;
+pub use kinds::{BackendKind, RulesSource, Secret};
+pub use parse::parse_origin;
+use parse::{flag, int, parse_url};
 
 /// One invalid variable: which, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,6 +77,17 @@ pub struct Config {
     pub challenger_percent: u8,
     /// What the canary bucket is computed from (`CANARY_KEY`).
     pub canary_key: CanaryKey,
+    /// The monitor's metrics document (`SIGNALS_URL`).
+    pub signals_url: Option<String>,
+    /// The path the monitor probes on every origin (`HEALTH_PATH`).
+    pub health_path: Option<String>,
+    /// Budget of each probe and of the metrics fetch, ms (`MONITOR_TIMEOUT_MS`).
+    pub monitor_timeout_ms: u32,
+    /// The status a passing probe answers (`HEALTH_EXPECT_STATUS`).
+    pub health_expect_status: u16,
+    /// Window, hysteresis and load baseline of the probes (`HEALTH_WINDOW`,
+    /// `HEALTH_DOWN_AFTER`, `HEALTH_UP_AFTER`, `HEALTH_LOAD_BASELINE_MS`).
+    pub monitor: MonitorParams,
     /// Bearer token of the admin endpoints (`ADMIN_TOKEN`, a secret).
     pub admin_token: Option<Secret>,
     /// Bearer token of `POST /v1/outcome` (`OUTCOME_TOKEN`, a secret).
@@ -156,6 +123,11 @@ impl Default for Config {
             canary_percent: 100,
             challenger_percent: 0,
             canary_key: CanaryKey::ClientIp,
+            signals_url: None,
+            health_path: None,
+            monitor_timeout_ms: 2_000,
+            health_expect_status: 200,
+            monitor: MonitorParams::default(),
             admin_token: None,
             outcome_token: None,
             errors: Vec::new(),
@@ -436,6 +408,76 @@ pub const VARS: &[Var] = &[
         value: |c| json!(c.canary_key.header()),
     },
     Var {
+        name: "SIGNALS_URL",
+        default: "—",
+        description: "the monitor's metrics document (`docs/monitors.md`): the three signal fields, or them per route; read on every cron run",
+        visibility: Visibility::Admin,
+        parse: |s, c| parse_url(s).map(|u| c.signals_url = Some(u)),
+        value: |c| json!(c.signals_url),
+    },
+    Var {
+        name: "HEALTH_PATH",
+        default: "—",
+        description: "path the monitor probes on every origin each cron run; a down origin's traffic goes to its failover",
+        visibility: Visibility::Admin,
+        parse: |s, c| {
+            if !s.starts_with('/') || s.contains('#') {
+                return Err("must be a path starting with / (no fragment)".into());
+            }
+            c.health_path = Some(s.to_string());
+            Ok(())
+        },
+        value: |c| json!(c.health_path),
+    },
+    Var {
+        name: "MONITOR_TIMEOUT_MS",
+        default: "2000",
+        description: "budget of each probe and of the `SIGNALS_URL` fetch, 1..=30000 ms",
+        visibility: Visibility::Public,
+        parse: |s, c| int(s, 1, 30_000).map(|v| c.monitor_timeout_ms = v),
+        value: |c| json!(c.monitor_timeout_ms),
+    },
+    Var {
+        name: "HEALTH_EXPECT_STATUS",
+        default: "200",
+        description: "the status a passing probe answers, 200..=599",
+        visibility: Visibility::Public,
+        parse: |s, c| int(s, 200, 599).map(|v| c.health_expect_status = v as u16),
+        value: |c| json!(c.health_expect_status),
+    },
+    Var {
+        name: "HEALTH_WINDOW",
+        default: "10",
+        description: "probes kept per origin for its success rate, 1..=100",
+        visibility: Visibility::Public,
+        parse: |s, c| int(s, 1, 100).map(|v| c.monitor.window = v),
+        value: |c| json!(c.monitor.window),
+    },
+    Var {
+        name: "HEALTH_DOWN_AFTER",
+        default: "2",
+        description: "consecutive failed probes that mark an origin down, 1..=20",
+        visibility: Visibility::Public,
+        parse: |s, c| int(s, 1, 20).map(|v| c.monitor.down_after = v),
+        value: |c| json!(c.monitor.down_after),
+    },
+    Var {
+        name: "HEALTH_UP_AFTER",
+        default: "2",
+        description: "consecutive passed probes that mark a down origin up again, 1..=20",
+        visibility: Visibility::Public,
+        parse: |s, c| int(s, 1, 20).map(|v| c.monitor.up_after = v),
+        value: |c| json!(c.monitor.up_after),
+    },
+    Var {
+        name: "HEALTH_LOAD_BASELINE_MS",
+        default: "500",
+        description: "probe latency of an origin at full load: its `current_load` is latency / this, 1..=60000 ms",
+        visibility: Visibility::Public,
+        parse: |s, c| int(s, 1, 60_000).map(|v| c.monitor.load_baseline_ms = f64::from(v)),
+        value: |c| json!(c.monitor.load_baseline_ms),
+    },
+    Var {
         name: "ADMIN_TOKEN",
         default: "— (secret)",
         description: "bearer token of `/v1/admin/*`; unset: admin endpoints refuse everything",
@@ -459,47 +501,10 @@ pub const VARS: &[Var] = &[
     },
 ];
 
-/// An integer in `lo..=hi`.
-fn int(s: &str, lo: u32, hi: u32) -> Result<u32, String> {
-    s.parse::<u32>()
-        .ok()
-        .filter(|v| (lo..=hi).contains(v))
-        .ok_or_else(|| format!("must be an integer {lo}..={hi}"))
-}
-
-/// `true/false`, `1/0`, `yes/no`, `on/off` (any case).
-fn flag(s: &str) -> Result<bool, String> {
-    match s.to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "on" => Ok(true),
-        "false" | "0" | "no" | "off" => Ok(false),
-        _ => Err("must be true or false".into()),
-    }
-}
-
 /// An origin base URL for `action`.
 fn origin(s: &str, action: Action, c: &mut Config) -> Result<(), String> {
     c.origins.insert(action, parse_origin(s)?);
     Ok(())
-}
-
-/// Parses an origin base URL: absolute `http`/`https` with a host, no credentials, query or
-/// fragment. Returns it without a trailing slash, ready for a path to be appended.
-///
-/// # Errors
-/// What is wrong with it.
-pub fn parse_origin(s: &str) -> Result<String, String> {
-    let rest = s
-        .strip_prefix("http://")
-        .or_else(|| s.strip_prefix("https://"))
-        .ok_or("must be an http:// or https:// URL")?;
-    let host = rest.split('/').next().unwrap_or_default();
-    if host.is_empty() || host.contains('@') {
-        return Err("must name a host (and no credentials)".into());
-    }
-    if s.contains('?') || s.contains('#') {
-        return Err("must not have a query or fragment".into());
-    }
-    Ok(s.trim_end_matches('/').to_string())
 }
 
 /// The longest part of an invalid value quoted back in its error (a `RULES` table can be

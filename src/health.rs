@@ -2,12 +2,13 @@
 //!
 //! Anyone may read whether the Worker is well and what it decides with ([`public`]); the
 //! whole document ([`report`]: configuration values and errors, origins, the failover map,
-//! the signals' state, the model's error) maps the backends behind the Worker and is for
-//! the admin token only.
+//! the signals' state, the monitor's last run, the model's error) maps the backends behind
+//! the Worker and is for the admin token only.
 
 use crate::config::{BackendKind, Config};
 use crate::isolate::Isolate;
 use crate::log;
+use crate::monitor;
 use crate::signals::Current;
 use decider_core::{ModelSource, ACTIONS, ENCODER_VERSION};
 use serde_json::{json, Value};
@@ -52,7 +53,12 @@ pub fn log_config_errors(cfg: &Config) {
 }
 
 /// The whole health document (admin token only). `status` as in [`public`].
-pub fn report(iso: &Isolate, signals: &Current, now_ms: f64) -> Value {
+pub fn report(
+    iso: &Isolate,
+    signals: &Current,
+    monitor: &Result<Option<monitor::State>, String>,
+    now_ms: f64,
+) -> Value {
     let cfg = &iso.cfg;
     let d = &iso.decider;
     let model_error = match d.model() {
@@ -96,10 +102,12 @@ pub fn report(iso: &Isolate, signals: &Current, now_ms: f64) -> Value {
             "canary_percent": cfg.canary_percent,
             "canary_key": cfg.canary_key.header(),
             "admin_enabled": cfg.admin_token.is_some(),
+            "monitor": monitor::report(cfg, monitor, now_ms),
             "signals": {
                 "fresh": signals.fresh,
                 "age_s": signals.snapshot.map(|s| s.age_s(now_ms)),
-                "detail": if signals.fresh { None } else { signals.detail.clone() },
+                "source": signals.snapshot.map(|s| s.source.name()),
+                "detail": stale_detail(cfg, signals, monitor, now_ms),
                 "max_age_s": cfg.signals_max_age_s,
                 "cache_s": cfg.signals_cache_s,
             },
@@ -122,6 +130,35 @@ pub fn report(iso: &Isolate, signals: &Current, now_ms: f64) -> Value {
         v["ai"] = json!({"model": cfg.ai_model, "timeout_ms": cfg.ai_timeout_ms});
     }
     v
+}
+
+/// Why the signals are stale, `None` when they are fresh: what the read said, or the
+/// snapshot's age, and, when the monitor's last run stored nothing, why it did not.
+fn stale_detail(
+    cfg: &Config,
+    signals: &Current,
+    monitor: &Result<Option<monitor::State>, String>,
+    now_ms: f64,
+) -> Option<String> {
+    if signals.fresh {
+        return None;
+    }
+    let mut why = match (&signals.detail, signals.snapshot) {
+        (Some(d), _) => d.clone(),
+        (None, Some(s)) => format!(
+            "the {} snapshot is {:.0} s old, older than SIGNALS_MAX_AGE_S ({} s)",
+            s.source.name(),
+            s.age_s(now_ms),
+            cfg.signals_max_age_s
+        ),
+        (None, None) => "no signals stored".into(),
+    };
+    if let Ok(Some(state)) = monitor {
+        if let Some(not) = state.last_run.get("not_written").and_then(Value::as_str) {
+            why.push_str(&format!("; the monitor's last run stored nothing: {not}"));
+        }
+    }
+    Some(why)
 }
 
 #[cfg(test)]

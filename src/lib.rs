@@ -13,6 +13,7 @@
 //! - [`route`], [`proxy`], [`upload`], [`signals`]: edge routing, proxying with failover, the
 //!   request body on its way to an origin, KV signals and the admin endpoint.
 //! - [`outcome`]: `POST /v1/outcome`, outcomes reported by `/v1/decide` callers.
+//! - [`monitor`]: the scheduled origin monitor (probes, metrics, down origins).
 //! - [`health`]: the `/v1/health` document.
 //! - [`http`], [`error`]: bounded body reads, JSON responses, the one mapping from errors to
 //!   HTTP statuses.
@@ -38,6 +39,7 @@ pub mod health;
 pub mod http;
 pub mod isolate;
 pub mod log;
+pub mod monitor;
 pub mod outcome;
 pub mod proxy;
 pub mod route;
@@ -48,7 +50,7 @@ use decider_core::{encode, State, ENCODER_VERSION};
 use error::ApiError;
 use isolate::Isolate;
 use serde_json::json;
-use worker::{event, Context, Env, Method, Request, Response};
+use worker::{event, Context, Env, Method, Request, Response, ScheduleContext, ScheduledEvent};
 
 #[event(start)]
 fn start() {
@@ -74,6 +76,13 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response
             http::error(&ApiError::internal())
         }
     }
+}
+
+/// Every Cron Trigger: one run of the origin monitor (`docs/monitors.md`).
+#[event(scheduled)]
+async fn scheduled(event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
+    let iso = isolate::get(&env);
+    monitor::run(&env, &iso.cfg, event.schedule()).await;
 }
 
 /// Whether a path is in the API's `/v1` namespace (any case: `/V1/DECIDE` must not be
@@ -125,8 +134,10 @@ async fn route(mut req: Request, env: &Env, iso: &Isolate) -> worker::Result<Res
 async fn health(req: &Request, env: &Env, iso: &Isolate) -> Result<Response, ApiError> {
     let authorization = req.headers().get("authorization").ok().flatten();
     let report = if iso.is_admin(authorization.as_deref()) {
-        let current = signals::current(env, &iso.cfg).await;
-        health::report(iso, &current, clock::now_ms())
+        let (current, monitor) =
+            futures_util::future::join(signals::current(env, &iso.cfg), monitor::read_state(env))
+                .await;
+        health::report(iso, &current, &monitor, clock::now_ms())
     } else {
         health::public(iso)
     };

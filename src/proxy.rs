@@ -10,6 +10,7 @@ use crate::error::ApiError;
 use crate::http;
 use crate::log;
 use crate::upload::{Sent, Upload};
+use decider_core::monitor::{self, OriginSet};
 use decider_core::record::{self, ErrorKind, RouteOutcome};
 use decider_core::{Action, Decision};
 use futures_util::future::{select, Either};
@@ -102,9 +103,11 @@ pub struct Forwarded {
 
 /// Sends a routed request to the origin of `action`, failing over once (to the `FAILOVER`
 /// origin) when the first attempt gives no usable answer: for idempotent methods, or for
-/// any method when nothing was sent because the action has no origin. Answers 502 with a
-/// stable message when no origin gave a usable answer, and 400 `body_not_allowed` to a GET
-/// or HEAD that declares a body (nothing is sent).
+/// any method when nothing was sent because the action has no origin. An origin in `down`
+/// (marked down by the monitor) is not tried: the request goes straight to its failover
+/// ([`monitor::plan`]). Answers 502 with a stable message when no origin gave a usable
+/// answer, and 400 `body_not_allowed` to a GET or HEAD that declares a body (nothing is
+/// sent).
 ///
 /// # Errors
 /// Internal (JS) failures only.
@@ -112,7 +115,8 @@ pub async fn forward(
     req: &worker::Request,
     d: &Decision,
     decision_id: &str,
-    action: Action,
+    decided: Action,
+    down: OriginSet,
     cfg: &Config,
 ) -> worker::Result<Forwarded> {
     let incoming = req.headers();
@@ -124,21 +128,29 @@ pub async fn forward(
     ) {
         return body_not_allowed(d, decision_id);
     }
-    let failover = cfg
-        .failover
-        .of(action)
-        .filter(|f| cfg.origins.contains_key(f));
+    let plan = monitor::plan(decided, &cfg.failover, down, |a| {
+        cfg.origins.contains_key(&a)
+    });
+    let (action, failover) = (plan.first, plan.retry);
+    // Passing over a down origin is a failover taken before any attempt.
+    let skipped_to = plan.skipped.map(|_| action);
     let mut out = Outgoing::from_request(req, failover.is_some())?;
     let started = clock::now_ms();
     let mut outcome = RouteOutcome {
         origin: None,
         status: None,
         latency_ms: None,
-        failover: None,
+        failover: skipped_to,
+        origin_down: plan.skipped,
         error: None,
         attempts: Vec::new(),
     };
     let mut details = Vec::new();
+    if let Some(down) = plan.skipped {
+        details.push(format!(
+            "{down} marked down by the monitor, sent to {action}"
+        ));
+    }
 
     let first = match cfg.origins.get(&action) {
         Some(origin) => {
@@ -160,11 +172,12 @@ pub async fn forward(
         if let Attempt::Answered(r) = &first {
             outcome.status = Some(r.status());
             outcome.latency_ms = Some(clock::now_ms() - started);
-            let response = relay(r, d, decision_id, None)?;
+            let response = relay(r, d, decision_id, skipped_to)?;
+            let detail = (!details.is_empty()).then(|| log::clip(&details.join("; ")));
             return Ok(Forwarded {
                 response,
                 outcome,
-                detail: None,
+                detail,
             });
         }
     }
@@ -184,7 +197,7 @@ pub async fn forward(
         out.drop_spare();
         outcome.latency_ms = Some(clock::now_ms() - started);
         let message = bad_gateway_message(action, &first_public, None);
-        return bad_gateway(d, decision_id, None, outcome, message, details);
+        return bad_gateway(d, decision_id, skipped_to, outcome, message, details);
     };
     outcome.failover = Some(target);
     outcome.origin = Some(target);
@@ -274,6 +287,7 @@ fn body_not_allowed(d: &Decision, decision_id: &str) -> worker::Result<Forwarded
             status: Some(400),
             latency_ms: Some(0.0),
             failover: None,
+            origin_down: None,
             error: None,
             attempts: Vec::new(),
         },

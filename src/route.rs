@@ -60,12 +60,16 @@ pub async fn handle(req: Request, env: &Env, iso: &Isolate) -> worker::Result<Re
                 status: Some(503),
                 latency_ms: Some(0.0),
                 failover: None,
+                origin_down: None,
                 error: None,
                 attempts: Vec::new(),
             },
             detail: None,
         },
-        routed => proxy::forward(&req, d, &decided.record.decision_id, routed, cfg).await?,
+        routed => {
+            let id = &decided.record.decision_id;
+            proxy::forward(&req, d, id, routed, current.down, cfg).await?
+        }
     };
     let record = &mut decided.record;
     record.outcome = Some(forwarded.outcome);

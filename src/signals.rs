@@ -1,8 +1,11 @@
 //! Live backend signals: Workers KV (binding `SIGNALS`), an in-isolate cache, and the
 //! admin endpoint that writes them (`PUT /v1/admin/signals`).
 //!
-//! One snapshot, one KV key. The Worker stamps `updated_at` when it stores a snapshot;
-//! routing treats a missing snapshot, or one older than `SIGNALS_MAX_AGE_S`, as stale.
+//! One snapshot, one KV key, written by the admin push or the scheduled monitor
+//! ([`crate::monitor`]), each through [`store`]. The Worker stamps `updated_at` and `source`
+//! when it stores a snapshot; routing treats a missing snapshot, or one older than
+//! `SIGNALS_MAX_AGE_S`, as stale. With `HEALTH_PATH` set, the origins the monitor marks
+//! down are read beside it (the monitor's own key) and cached with it.
 
 use crate::clock;
 use crate::config::Config;
@@ -10,7 +13,9 @@ use crate::error::ApiError;
 use crate::http;
 use crate::isolate::Isolate;
 use crate::log;
-use decider_core::routing::Snapshot;
+use crate::monitor;
+use decider_core::monitor::OriginSet;
+use decider_core::routing::{Snapshot, SnapshotSource};
 use decider_core::Signals;
 use serde_json::json;
 use std::cell::RefCell;
@@ -30,6 +35,8 @@ struct Cached {
     snapshot: Option<Snapshot>,
     /// Why nothing usable was read.
     detail: Option<String>,
+    /// The origins the monitor marks down, with when it marked them (ms).
+    down: Option<(OriginSet, f64)>,
 }
 
 thread_local! {
@@ -45,6 +52,9 @@ pub struct Current {
     pub fresh: bool,
     /// Why there is none (binding missing, KV error, bad stored value), for the log.
     pub detail: Option<String>,
+    /// The origins the monitor marks down; empty when its marks are older than
+    /// `SIGNALS_MAX_AGE_S` (a monitor that stopped running marks nothing down).
+    pub down: OriginSet,
 }
 
 impl Current {
@@ -63,7 +73,10 @@ impl Current {
 }
 
 /// Reads the snapshot from KV.
-async fn read(env: &Env) -> Result<Option<Snapshot>, String> {
+///
+/// # Errors
+/// Why it could not be read (binding, KV, stored value), fit for /v1/health.
+pub async fn read(env: &Env) -> Result<Option<Snapshot>, String> {
     let kv = env
         .kv(BINDING)
         .map_err(|e| format!("no {BINDING} KV binding: {e}"))?;
@@ -90,12 +103,20 @@ pub async fn current(env: &Env, cfg: &Config) -> Current {
         c.borrow()
             .as_ref()
             .filter(|e| ttl_ms > 0.0 && now - e.at_ms < ttl_ms)
-            .map(|e| (e.snapshot, e.detail.clone()))
+            .map(|e| (e.snapshot, e.detail.clone(), e.down))
     });
-    let (snapshot, detail) = match cached {
+    let (snapshot, detail, down) = match cached {
         Some(hit) => hit,
         None => {
-            let (snapshot, detail) = match read(env).await {
+            // The down marks are read only where a monitor probes; both reads at once.
+            let marks = async {
+                match &cfg.health_path {
+                    Some(_) => monitor::read_down(env).await,
+                    None => None,
+                }
+            };
+            let (read, down) = futures_util::future::join(read(env), marks).await;
+            let (snapshot, detail) = match read {
                 Ok(s) => (s, None),
                 Err(e) => (None, Some(e)),
             };
@@ -104,17 +125,58 @@ pub async fn current(env: &Env, cfg: &Config) -> Current {
                     at_ms: now,
                     snapshot,
                     detail: detail.clone(),
+                    down,
                 })
             });
-            (snapshot, detail)
+            (snapshot, detail, down)
         }
     };
     let detail = detail.or_else(|| snapshot.is_none().then(|| "no signals stored".to_string()));
+    let now = clock::now_ms();
+    let window_ms = f64::from(cfg.signals_max_age_s) * 1000.0;
     Current {
-        fresh: snapshot.is_some_and(|s| s.is_fresh(clock::now_ms(), cfg.signals_max_age_s)),
+        fresh: snapshot.is_some_and(|s| s.is_fresh(now, cfg.signals_max_age_s)),
         snapshot,
         detail,
+        down: down
+            .filter(|(_, at)| (now - at).abs() <= window_ms)
+            .map_or(OriginSet::EMPTY, |(d, _)| d),
     }
+}
+
+/// Stores a snapshot in KV and in this isolate's cache: the one write path of the admin
+/// push and the monitor.
+///
+/// # Errors
+/// Why it could not be stored (binding, KV).
+pub async fn store(env: &Env, snapshot: Snapshot) -> Result<(), String> {
+    let kv = env
+        .kv(BINDING)
+        .map_err(|e| format!("no {BINDING} KV binding: {e}"))?;
+    kv.put(KEY, snapshot.to_value().to_string())
+        .map_err(|e| e.to_string())?
+        .execute()
+        .await
+        .map_err(|e| e.to_string())?;
+    // This isolate sees its own write at once; others within SIGNALS_CACHE_S (plus KV's
+    // own propagation). The down marks are the monitor's: kept as they were.
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        let down = c.as_ref().and_then(|e| e.down);
+        *c = Some(Cached {
+            at_ms: clock::now_ms(),
+            snapshot: Some(snapshot),
+            detail: None,
+            down,
+        })
+    });
+    Ok(())
+}
+
+/// Forgets this isolate's cached read, so that the next request reads KV (after the
+/// monitor wrote new down marks).
+pub fn forget() {
+    CACHE.with(|c| *c.borrow_mut() = None);
 }
 
 /// `PUT /v1/admin/signals` stores a snapshot (body: the three signal fields, validated
@@ -146,24 +208,9 @@ pub async fn admin(req: &mut Request, env: &Env, iso: &Isolate) -> Result<Respon
             let snapshot = Snapshot {
                 signals,
                 updated_at_ms: clock::now_ms(),
+                source: SnapshotSource::Admin,
             };
-            let kv = env
-                .kv(BINDING)
-                .map_err(|e| unavailable(format!("no {BINDING} KV binding: {e}")))?;
-            kv.put(KEY, snapshot.to_value().to_string())
-                .map_err(|e| unavailable(e.to_string()))?
-                .execute()
-                .await
-                .map_err(|e| unavailable(e.to_string()))?;
-            // This isolate sees its own write at once; others within SIGNALS_CACHE_S
-            // (plus KV's own propagation).
-            CACHE.with(|c| {
-                *c.borrow_mut() = Some(Cached {
-                    at_ms: clock::now_ms(),
-                    snapshot: Some(snapshot),
-                    detail: None,
-                })
-            });
+            store(env, snapshot).await.map_err(unavailable)?;
             log::event("signals_stored", json!({"signals": snapshot.to_value()}));
             http::json(
                 200,
@@ -179,6 +226,7 @@ pub async fn admin(req: &mut Request, env: &Env, iso: &Isolate) -> Result<Respon
                 &json!({
                     "signals": snapshot.map(|s| s.to_value()),
                     "age_s": snapshot.map(|s| s.age_s(now)),
+                    "source": snapshot.map(|s| s.source.name()),
                     "fresh": snapshot.is_some_and(|s| s.is_fresh(now, cfg.signals_max_age_s)),
                     "max_age_s": cfg.signals_max_age_s,
                 }),

@@ -281,3 +281,68 @@ fn readme_configuration_table_is_the_table() {
         "README's configuration table differs from config::VARS; UPDATE_README=1 rewrites it"
     );
 }
+
+#[test]
+fn monitor_variables() {
+    let c = cfg(&[]);
+    assert_eq!(
+        (c.signals_url.as_deref(), c.health_path.as_deref()),
+        (None, None)
+    );
+    assert_eq!((c.monitor_timeout_ms, c.health_expect_status), (2_000, 200));
+    assert_eq!(c.monitor, decider_core::monitor::Params::default());
+    let c = cfg(&[
+        (
+            "SIGNALS_URL",
+            "https://metrics.internal.example/v1/signals?fmt=json",
+        ),
+        ("HEALTH_PATH", "/healthz?deep=1"),
+        ("MONITOR_TIMEOUT_MS", "750"),
+        ("HEALTH_EXPECT_STATUS", "204"),
+        ("HEALTH_WINDOW", "20"),
+        ("HEALTH_DOWN_AFTER", "3"),
+        ("HEALTH_UP_AFTER", "5"),
+        ("HEALTH_LOAD_BASELINE_MS", "250"),
+    ]);
+    assert!(c.errors.is_empty(), "{:?}", c.errors);
+    assert_eq!(
+        c.signals_url.as_deref(),
+        Some("https://metrics.internal.example/v1/signals?fmt=json")
+    );
+    assert_eq!(c.health_path.as_deref(), Some("/healthz?deep=1"));
+    assert_eq!((c.monitor_timeout_ms, c.health_expect_status), (750, 204));
+    assert_eq!(
+        (c.monitor.window, c.monitor.down_after, c.monitor.up_after),
+        (20, 3, 5)
+    );
+    assert_eq!(c.monitor.load_baseline_ms, 250.0);
+    let c = cfg(&[
+        ("SIGNALS_URL", "ftp://x"),
+        ("HEALTH_PATH", "healthz"),
+        ("MONITOR_TIMEOUT_MS", "0"),
+        ("HEALTH_EXPECT_STATUS", "1000"),
+        ("HEALTH_WINDOW", "0"),
+        ("HEALTH_DOWN_AFTER", "21"),
+        ("HEALTH_UP_AFTER", "x"),
+        ("HEALTH_LOAD_BASELINE_MS", "-1"),
+    ]);
+    let vars: Vec<&str> = c.errors.iter().map(|e| e.var).collect();
+    assert_eq!(
+        vars,
+        [
+            "SIGNALS_URL",
+            "HEALTH_PATH",
+            "MONITOR_TIMEOUT_MS",
+            "HEALTH_EXPECT_STATUS",
+            "HEALTH_WINDOW",
+            "HEALTH_DOWN_AFTER",
+            "HEALTH_UP_AFTER",
+            "HEALTH_LOAD_BASELINE_MS"
+        ]
+    );
+    assert!(c.errors[1]
+        .message
+        .contains("must be a path starting with /"));
+    assert_eq!(c.signals_url, None);
+    assert_eq!(c.monitor, decider_core::monitor::Params::default());
+}

@@ -19,10 +19,12 @@
 //! - [`record`]: the decision and outcome records the Worker logs and the CLI reads back.
 //! - [`routing`]: what a request means for the decision at the edge: request types,
 //!   regions, canary buckets, failover, signal freshness.
+//! - [`monitor`]: the origin monitor: probe histories with hysteresis, signals estimated from
+//!   probes or read from a metrics document, down origins passed over for their failover.
 //!
 //! Modules depend on each other in this order only (no cycles): `actions`, `state` →
 //! `features`, `rules` → `artifact` → `model` → `compact` → `output` → `policy` →
-//! `decider`, `record` → `routing`.
+//! `decider`, `record` → `routing` → `monitor`.
 #![deny(missing_docs)]
 
 pub mod actions;
@@ -31,6 +33,7 @@ pub mod compact;
 pub mod decider;
 pub mod features;
 pub mod model;
+pub mod monitor;
 pub mod output;
 pub mod policy;
 pub mod record;

@@ -183,6 +183,10 @@ pub struct RouteOutcome {
     /// The failover target, when a failover was taken.
     #[serde(default)]
     pub failover: Option<Action>,
+    /// The decided origin, when the monitor marked it down and the request went straight to
+    /// its failover (`failover`) without trying it. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin_down: Option<Action>,
     /// Why the request got no usable answer, when it did not.
     #[serde(default)]
     pub error: Option<ErrorKind>,
@@ -374,6 +378,7 @@ mod tests {
                 status: Some(200),
                 latency_ms: Some(12.5),
                 failover: Some(Action::RouteC),
+                origin_down: None,
                 error: None,
                 attempts: vec![
                     Attempt {

@@ -285,14 +285,36 @@ impl Failover {
     }
 }
 
-/// A signals snapshot as stored in KV: the three live fields and when the Worker stored
-/// them (`updated_at`, milliseconds since the epoch).
+/// Who wrote a signals snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnapshotSource {
+    /// `PUT /v1/admin/signals` (also a stored snapshot that names no source: every snapshot
+    /// before the monitor existed was pushed).
+    Admin,
+    /// The scheduled monitor.
+    Monitor,
+}
+
+impl SnapshotSource {
+    /// The stored and shown name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SnapshotSource::Admin => "admin",
+            SnapshotSource::Monitor => "monitor",
+        }
+    }
+}
+
+/// A signals snapshot as stored in KV: the three live fields, when the Worker stored them
+/// (`updated_at`, milliseconds since the epoch) and who wrote them (`source`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Snapshot {
     /// The live backend signals.
     pub signals: Signals,
     /// When the Worker stored them, ms since the epoch.
     pub updated_at_ms: f64,
+    /// Who wrote them.
+    pub source: SnapshotSource,
 }
 
 impl Snapshot {
@@ -301,7 +323,13 @@ impl Snapshot {
     /// # Errors
     /// A message when the stored value is not a valid snapshot.
     pub fn from_json(text: &str) -> Result<Snapshot, String> {
-        let v: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let mut v: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let source = match v.as_object_mut().and_then(|o| o.remove("source")) {
+            None => SnapshotSource::Admin,
+            Some(s) if s == "admin" => SnapshotSource::Admin,
+            Some(s) if s == "monitor" => SnapshotSource::Monitor,
+            Some(s) => return Err(format!("source must be admin or monitor, got {s}")),
+        };
         let signals = Signals::from_value(&v).map_err(|e| e.to_string())?;
         let updated_at_ms = v
             .get("updated_at")
@@ -311,6 +339,7 @@ impl Snapshot {
         Ok(Snapshot {
             signals,
             updated_at_ms,
+            source,
         })
     }
 
@@ -321,6 +350,7 @@ impl Snapshot {
             "recent_success_rate": self.signals.recent_success_rate,
             "queue_depth": self.signals.queue_depth,
             "updated_at": self.updated_at_ms,
+            "source": self.source.name(),
         })
     }
 
@@ -470,6 +500,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.updated_at_ms, 1_000_000.0);
+        assert_eq!(s.source, SnapshotSource::Admin, "no source: an admin push");
         assert!(s.is_fresh(1_000_000.0 + 60_000.0, 60));
         assert!(!s.is_fresh(1_000_000.0 + 60_001.0, 60));
         assert!(
@@ -481,6 +512,13 @@ mod tests {
             "a stamp far in the future is not fresh"
         );
         assert_eq!(Snapshot::from_json(&s.to_value().to_string()).unwrap(), s);
+        let m = Snapshot {
+            source: SnapshotSource::Monitor,
+            ..s
+        };
+        assert_eq!(Snapshot::from_json(&m.to_value().to_string()).unwrap(), m);
+        let e = Snapshot::from_json(r#"{"current_load": 0.4, "recent_success_rate": 0.99, "queue_depth": 3, "updated_at": 1, "source": "cron"}"#).unwrap_err();
+        assert!(e.contains("source must be admin or monitor"), "{e}");
         assert!(Snapshot::from_json(
             r#"{"current_load": 0.4, "recent_success_rate": 0.99, "queue_depth": 3}"#
         )

@@ -1,0 +1,551 @@
+//! The origin monitor's pure logic: probe histories with hysteresis (when an origin counts
+//! as down, and when it is up again), the signals a monitor run estimates from its probes or
+//! reads from a metrics document, where a request goes when its origin is down, and whether
+//! a run may replace the stored snapshot.
+//!
+//! The Worker's scheduled handler does the I/O (the probes, the metrics fetch, KV) and hands
+//! the results here; nothing in this module reads a clock.
+
+use crate::actions::Action;
+use crate::routing::{Failover, Snapshot, SnapshotSource};
+use crate::state::Signals;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The routed actions, the ones with an origin.
+pub const ROUTED: [Action; 3] = [Action::RouteA, Action::RouteB, Action::RouteC];
+
+/// How many of an origin's most recent passing probes its load estimate averages.
+pub const LOAD_PROBES: usize = 3;
+
+/// Queued requests the load estimate stands for at full load (`current_load` 1.0): the
+/// relation between load and queue depth of the simulator the model was trained on
+/// (`queue ≈ 35 × min(load, 1.2)`), without its noise. Probes cannot see a queue; a metrics
+/// document (`SIGNALS_URL`) gives the real one.
+pub const QUEUE_AT_FULL_LOAD: f64 = 35.0;
+
+/// A set of routed actions (the origins the monitor marks down), small and `Copy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OriginSet(u8);
+
+impl OriginSet {
+    /// The empty set.
+    pub const EMPTY: OriginSet = OriginSet(0);
+
+    /// Whether `a` is in the set.
+    pub fn contains(self, a: Action) -> bool {
+        self.0 & (1 << a.index()) != 0
+    }
+
+    /// The set with `a` added.
+    pub fn with(self, a: Action) -> OriginSet {
+        OriginSet(self.0 | (1 << a.index()))
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The members, in action order.
+    pub fn iter(self) -> impl Iterator<Item = Action> {
+        ROUTED.into_iter().filter(move |a| self.contains(*a))
+    }
+
+    /// The members' names, in action order.
+    pub fn names(self) -> Vec<&'static str> {
+        self.iter().map(Action::name).collect()
+    }
+}
+
+/// Where a routed request goes, given the origins the monitor marks down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    /// The origin asked first.
+    pub first: Action,
+    /// The decided origin, when it was passed over because it is down (the request went
+    /// straight to `first`, its failover).
+    pub skipped: Option<Action>,
+    /// The origin asked once more when `first` gives no usable answer.
+    pub retry: Option<Action>,
+}
+
+/// Where a request decided for `action` goes, as a load balancer treats an unhealthy pool:
+/// a down origin is passed over for the first origin along its failover chain that is
+/// configured and up, which then serves as if it had been decided; its own failover (when
+/// configured, up, and not the passed-over origin) is the one retry. When nothing along the
+/// chain is up, the decided origin is asked anyway: with every candidate down, a request
+/// that may succeed beats one that surely fails.
+pub fn plan(
+    action: Action,
+    failover: &Failover,
+    down: OriginSet,
+    configured: impl Fn(Action) -> bool,
+) -> Plan {
+    let usable = |a: Action| configured(a) && !down.contains(a);
+    // Never back to the passed-over origin.
+    let retry_of = |first: Action| failover.of(first).filter(|&t| t != action && usable(t));
+    if down.contains(action) {
+        let mut at = action;
+        // The chain has at most three members; the bound stops a cycle.
+        for _ in 0..ROUTED.len() {
+            match failover.of(at) {
+                Some(next) if next == action => break,
+                Some(next) if usable(next) => {
+                    return Plan {
+                        first: next,
+                        skipped: Some(action),
+                        retry: retry_of(next),
+                    }
+                }
+                Some(next) => at = next,
+                None => break,
+            }
+        }
+    }
+    Plan {
+        first: action,
+        skipped: None,
+        retry: failover.of(action).filter(|&t| usable(t)),
+    }
+}
+
+/// The monitor's parameters, checked by the Worker's configuration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Params {
+    /// Probes kept per origin (the success rate's window), >= 1.
+    pub window: u32,
+    /// Consecutive failed probes that mark an up origin down, >= 1.
+    pub down_after: u32,
+    /// Consecutive passed probes that mark a down origin up again, >= 1.
+    pub up_after: u32,
+    /// Probe latency of an origin at full load (`current_load` 1.0), ms, > 0.
+    pub load_baseline_ms: f64,
+}
+
+impl Default for Params {
+    fn default() -> Params {
+        Params {
+            window: 10,
+            down_after: 2,
+            up_after: 2,
+            load_baseline_ms: 500.0,
+        }
+    }
+}
+
+/// One probe, as the history keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Whether the probe passed (the expected status within the timeout).
+    pub ok: bool,
+    /// Time to the response headers, ms, when there was an answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ms: Option<f64>,
+}
+
+/// One origin's probe history and up/down state, persisted between runs.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct OriginHealth {
+    /// The most recent probes, oldest first, at most `window`.
+    #[serde(default)]
+    pub history: Vec<Sample>,
+    /// Whether the origin is marked down.
+    #[serde(default)]
+    pub down: bool,
+    /// Consecutive probes against the current mark (failures while up, passes while down).
+    #[serde(default)]
+    pub streak: u32,
+}
+
+impl OriginHealth {
+    /// Records one probe and applies the hysteresis: `down_after` consecutive failures mark
+    /// an up origin down, `up_after` consecutive passes mark a down origin up.
+    pub fn record(&mut self, sample: Sample, p: &Params) {
+        self.history.push(sample);
+        let keep = p.window.max(1) as usize;
+        if self.history.len() > keep {
+            self.history.drain(..self.history.len() - keep);
+        }
+        let against = sample.ok == self.down;
+        self.streak = if against { self.streak + 1 } else { 0 };
+        let needed = if self.down { p.up_after } else { p.down_after };
+        if self.streak >= needed.max(1) {
+            self.down = !self.down;
+            self.streak = 0;
+        }
+    }
+
+    /// Passed probes over probes kept, when there are any.
+    pub fn success_rate(&self) -> Option<f64> {
+        let n = self.history.len();
+        (n > 0).then(|| self.history.iter().filter(|s| s.ok).count() as f64 / n as f64)
+    }
+
+    /// Mean latency of the last [`LOAD_PROBES`] passing probes relative to
+    /// `load_baseline_ms`, when there is a passing probe.
+    pub fn load(&self, p: &Params) -> Option<f64> {
+        let recent: Vec<f64> = self
+            .history
+            .iter()
+            .rev()
+            .filter(|s| s.ok)
+            .filter_map(|s| s.ms)
+            .filter(|ms| ms.is_finite() && *ms >= 0.0)
+            .take(LOAD_PROBES)
+            .collect();
+        if recent.is_empty() || p.load_baseline_ms.is_nan() || p.load_baseline_ms <= 0.0 {
+            return None;
+        }
+        let mean = recent.iter().sum::<f64>() / recent.len() as f64;
+        Some(mean / p.load_baseline_ms)
+    }
+}
+
+/// The origins marked down.
+pub fn down_set(origins: &BTreeMap<Action, OriginHealth>) -> OriginSet {
+    origins
+        .iter()
+        .filter(|(_, h)| h.down)
+        .fold(OriginSet::EMPTY, |s, (a, _)| s.with(*a))
+}
+
+/// The signals of the probed origins as a whole, or why there are none. Each origin counts
+/// once: `recent_success_rate` is the mean of every probed origin's success rate (a down
+/// origin's capacity is lost to the system), `current_load` the mean load of the up
+/// origins that passed a recent probe, `queue_depth` that load × [`QUEUE_AT_FULL_LOAD`].
+/// `passed_now` are the origins whose probe passed in this run: a run where none passed
+/// measures nothing and gives no signals.
+///
+/// # Errors
+/// Why the run gives no signals.
+pub fn probe_signals(
+    origins: &BTreeMap<Action, OriginHealth>,
+    passed_now: OriginSet,
+    p: &Params,
+) -> Result<Signals, String> {
+    if passed_now.is_empty() {
+        return Err("no origin passed its probe in this run".into());
+    }
+    let rates: Vec<f64> = origins
+        .values()
+        .filter_map(OriginHealth::success_rate)
+        .collect();
+    let loads: Vec<f64> = origins
+        .values()
+        .filter(|h| !h.down)
+        .filter_map(|h| h.load(p))
+        .collect();
+    if loads.is_empty() {
+        return Err("no up origin has a passing probe to estimate load from".into());
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let load = mean(&loads);
+    Ok(Signals {
+        current_load: load,
+        recent_success_rate: mean(&rates).clamp(0.0, 1.0),
+        queue_depth: (load.min(1.2) * QUEUE_AT_FULL_LOAD).round(),
+    })
+}
+
+/// A metrics document (`SIGNALS_URL`) read: the signals for the snapshot and, when it gave
+/// them per route, each route's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Metrics {
+    /// The signals of the backend as a whole.
+    pub signals: Signals,
+    /// The per-route readings, when the document gave them per route.
+    pub per_route: BTreeMap<Action, Signals>,
+}
+
+/// Parses a metrics document: either the three signal fields of the backend as a whole
+/// (the body `PUT /v1/admin/signals` takes), or an object of routes, each with the three
+/// fields (`{"route_a": {…}, "route_b": {…}}`), whose mean over the routes given is the
+/// backend's (each route counts once).
+///
+/// # Errors
+/// What is wrong with the document, naming the route and field.
+pub fn parse_metrics(text: &str) -> Result<Metrics, String> {
+    let v: Value = serde_json::from_str(text).map_err(|e| format!("not json: {e}"))?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| "must be a json object".to_string())?;
+    let per_route_doc = obj.keys().any(|k| Action::parse_name(k).is_some());
+    if !per_route_doc {
+        let signals = Signals::from_value(&v).map_err(|e| e.to_string())?;
+        return Ok(Metrics {
+            signals,
+            per_route: BTreeMap::new(),
+        });
+    }
+    let mut per_route = BTreeMap::new();
+    for (k, route) in obj {
+        let a = Action::parse_name(k)
+            .filter(|a| *a != Action::Reject)
+            .ok_or_else(|| {
+                format!("{k:?} is not a route (route_a, route_b, route_c) in a per-route document")
+            })?;
+        let s = Signals::from_value(route).map_err(|e| format!("{k}: {e}"))?;
+        per_route.insert(a, s);
+    }
+    let n = per_route.len() as f64;
+    let sum = |f: fn(&Signals) -> f64| per_route.values().map(f).sum::<f64>() / n;
+    let signals = Signals {
+        current_load: sum(|s| s.current_load),
+        recent_success_rate: sum(|s| s.recent_success_rate),
+        queue_depth: sum(|s| s.queue_depth),
+    };
+    Ok(Metrics { signals, per_route })
+}
+
+/// Whether a monitor run at `now_ms` may replace the stored snapshot. An admin push is the
+/// override: it stands until it is older than `max_age_s`, whatever the monitor measures.
+/// A monitor snapshot or none at all may be replaced.
+///
+/// # Errors
+/// Why not, for the run's report.
+pub fn may_replace(stored: Option<&Snapshot>, now_ms: f64, max_age_s: u32) -> Result<(), String> {
+    match stored {
+        Some(s) if s.source == SnapshotSource::Admin && s.is_fresh(now_ms, max_age_s) => {
+            Err(format!(
+                "an admin push {:.0} s old is the override until it is {max_age_s} s old",
+                s.age_s(now_ms)
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use Action::{RouteA as A, RouteB as B, RouteC as C};
+
+    fn all(_: Action) -> bool {
+        true
+    }
+
+    #[test]
+    fn origin_sets() {
+        let s = OriginSet::EMPTY.with(C).with(A);
+        assert!(s.contains(A) && s.contains(C) && !s.contains(B));
+        assert_eq!(s.names(), ["route_a", "route_c"]);
+        assert!(OriginSet::EMPTY.is_empty() && !s.is_empty());
+    }
+
+    #[test]
+    fn an_up_origin_is_asked_with_its_failover_as_retry() {
+        let f = Failover::shipped();
+        let p = plan(A, &f, OriginSet::EMPTY, all);
+        assert_eq!(
+            p,
+            Plan {
+                first: A,
+                skipped: None,
+                retry: Some(B)
+            }
+        );
+        // A down failover target is no retry.
+        let p = plan(A, &f, OriginSet::EMPTY.with(B), all);
+        assert_eq!(p.retry, None);
+        // An unconfigured one neither.
+        let p = plan(A, &f, OriginSet::EMPTY, |a| a != B);
+        assert_eq!(p.retry, None);
+    }
+
+    #[test]
+    fn a_down_origin_goes_straight_to_its_failover() {
+        let f = Failover::shipped();
+        let p = plan(A, &f, OriginSet::EMPTY.with(A), all);
+        assert_eq!(
+            p,
+            Plan {
+                first: B,
+                skipped: Some(A),
+                retry: Some(C)
+            }
+        );
+        // Its failover down too: the next one along the chain, never back to the down one.
+        let p = plan(A, &f, OriginSet::EMPTY.with(A).with(B), all);
+        assert_eq!(
+            p,
+            Plan {
+                first: C,
+                skipped: Some(A),
+                retry: None
+            }
+        );
+        // A two-cycle: C's failover is A, which is the skipped one, so no retry.
+        let two = Failover::from_json(r#"{"route_a": "route_b", "route_b": "route_a"}"#).unwrap();
+        let p = plan(A, &two, OriginSet::EMPTY.with(A), all);
+        assert_eq!(
+            p,
+            Plan {
+                first: B,
+                skipped: Some(A),
+                retry: None
+            }
+        );
+    }
+
+    #[test]
+    fn everything_down_asks_the_decided_origin() {
+        let f = Failover::shipped();
+        let down = OriginSet::EMPTY.with(A).with(B).with(C);
+        let p = plan(B, &f, down, all);
+        assert_eq!(
+            p,
+            Plan {
+                first: B,
+                skipped: None,
+                retry: None
+            }
+        );
+        // No failover configured for a down origin: it is asked anyway.
+        let none = Failover::from_json("{}").unwrap();
+        assert_eq!(plan(A, &none, OriginSet::EMPTY.with(A), all).first, A);
+        // A failover target without an origin is passed over along the chain.
+        let p = plan(A, &f, OriginSet::EMPTY.with(A), |a| a != B);
+        assert_eq!((p.first, p.skipped), (C, Some(A)));
+    }
+
+    fn sample(ok: bool, ms: f64) -> Sample {
+        Sample { ok, ms: Some(ms) }
+    }
+
+    #[test]
+    fn hysteresis_needs_consecutive_probes_both_ways() {
+        let p = Params::default();
+        let mut h = OriginHealth::default();
+        h.record(sample(false, 1.0), &p);
+        assert!(!h.down, "one failure is not down");
+        h.record(sample(true, 1.0), &p);
+        h.record(sample(false, 1.0), &p);
+        assert!(!h.down, "failures must be consecutive");
+        h.record(sample(false, 1.0), &p);
+        assert!(h.down, "two consecutive failures: down");
+        h.record(sample(true, 1.0), &p);
+        assert!(h.down, "one pass is not up");
+        h.record(sample(false, 1.0), &p);
+        h.record(sample(true, 1.0), &p);
+        assert!(h.down, "passes must be consecutive");
+        h.record(sample(true, 1.0), &p);
+        assert!(!h.down, "two consecutive passes: up");
+        let strict = Params { down_after: 1, ..p };
+        let mut h = OriginHealth::default();
+        h.record(sample(false, 1.0), &strict);
+        assert!(h.down);
+    }
+
+    #[test]
+    fn history_is_a_window_and_gives_success_and_load() {
+        let p = Params {
+            window: 4,
+            load_baseline_ms: 100.0,
+            ..Params::default()
+        };
+        let mut h = OriginHealth::default();
+        assert_eq!(h.success_rate(), None);
+        assert_eq!(h.load(&p), None);
+        for (ok, ms) in [
+            (true, 900.0),
+            (false, 5.0),
+            (true, 10.0),
+            (true, 20.0),
+            (true, 60.0),
+        ] {
+            h.record(sample(ok, ms), &p);
+        }
+        assert_eq!(h.history.len(), 4, "the oldest probe left the window");
+        assert_eq!(h.success_rate(), Some(0.75));
+        // The last three passing probes: 10, 20, 60 → 30 ms → 0.3 of the baseline.
+        assert!((h.load(&p).unwrap() - 0.3).abs() < 1e-12);
+    }
+
+    #[test]
+    fn probe_signals_average_the_origins() {
+        let p = Params {
+            load_baseline_ms: 100.0,
+            ..Params::default()
+        };
+        let mut origins = BTreeMap::new();
+        let mut a = OriginHealth::default();
+        a.record(sample(true, 50.0), &p);
+        a.record(sample(true, 50.0), &p);
+        let mut b = OriginHealth::default();
+        b.record(sample(true, 100.0), &p);
+        b.record(sample(false, 5.0), &p);
+        let mut c = OriginHealth::default();
+        for _ in 0..2 {
+            c.record(sample(false, 1.0), &p);
+        }
+        assert!(c.down);
+        origins.insert(A, a);
+        origins.insert(B, b);
+        origins.insert(C, c);
+        assert_eq!(down_set(&origins), OriginSet::EMPTY.with(C));
+        let s = probe_signals(&origins, OriginSet::EMPTY.with(A), &p).unwrap();
+        // Success: (1 + 0.5 + 0) / 3; load: (0.5 + 1.0) / 2 over the up origins.
+        assert!((s.recent_success_rate - 0.5).abs() < 1e-12, "{s:?}");
+        assert!((s.current_load - 0.75).abs() < 1e-12, "{s:?}");
+        assert_eq!(s.queue_depth, (0.75 * QUEUE_AT_FULL_LOAD).round());
+        let e = probe_signals(&origins, OriginSet::EMPTY, &p).unwrap_err();
+        assert!(e.contains("no origin passed"), "{e}");
+    }
+
+    #[test]
+    fn metrics_documents() {
+        let m =
+            parse_metrics(r#"{"current_load": 0.4, "recent_success_rate": 0.9, "queue_depth": 7}"#)
+                .unwrap();
+        assert_eq!(m.signals.current_load, 0.4);
+        assert!(m.per_route.is_empty());
+        let m = parse_metrics(
+            r#"{"route_a": {"current_load": 0.2, "recent_success_rate": 1, "queue_depth": 2},
+                "route_c": {"current_load": 0.6, "recent_success_rate": 0.8, "queue_depth": 10}}"#,
+        )
+        .unwrap();
+        assert!((m.signals.current_load - 0.4).abs() < 1e-12);
+        assert!((m.signals.recent_success_rate - 0.9).abs() < 1e-12);
+        assert_eq!(m.signals.queue_depth, 6.0);
+        assert_eq!(m.per_route.len(), 2);
+        for (bad, needle) in [
+            ("<html>oops", "not json"),
+            ("[1]", "must be a json object"),
+            (r#"{"current_load": 0.4}"#, "recent_success_rate"),
+            (
+                r#"{"route_a": {"current_load": 0.2, "recent_success_rate": 2, "queue_depth": 2}}"#,
+                "route_a: ",
+            ),
+            (r#"{"route_a": {}, "reject": {}}"#, "not a route"),
+        ] {
+            let e = parse_metrics(bad).unwrap_err();
+            assert!(e.contains(needle), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_fresh_admin_push_is_the_override() {
+        let signals = Signals {
+            current_load: 0.1,
+            recent_success_rate: 1.0,
+            queue_depth: 0.0,
+        };
+        let admin = Snapshot {
+            signals,
+            updated_at_ms: 100_000.0,
+            source: SnapshotSource::Admin,
+        };
+        let e = may_replace(Some(&admin), 130_000.0, 60).unwrap_err();
+        assert!(e.contains("30 s old"), "{e}");
+        assert!(may_replace(Some(&admin), 160_001.0, 60).is_ok());
+        let monitor = Snapshot {
+            source: SnapshotSource::Monitor,
+            ..admin
+        };
+        assert!(may_replace(Some(&monitor), 100_001.0, 60).is_ok());
+        assert!(may_replace(None, 0.0, 60).is_ok());
+    }
+}
