@@ -369,6 +369,7 @@ fn records_are_read_into_decider_cores_types_field_for_field() {
         "propensity": 0.9, "explored": true, "model_version": "gbdt-1", "rules_version": "r-1",
         "encoder_version": 1, "backend": "embedded", "arm": "challenger", "decision_us": 12,
         "outcome": {"origin": "route_c", "status": 200, "latency_ms": 12.5, "failover": "route_c",
+                    "origin_down": "route_b",
                     "error": null, "attempts": [
                         {"origin": "route_b", "status": 503, "error": "upstream_status", "latency_ms": 3.0},
                         {"origin": "route_c", "status": 200, "error": null, "latency_ms": 9.5}]},

@@ -288,6 +288,8 @@ pub(crate) struct RawOutcome<'a> {
     #[serde(borrow)]
     pub failover: S<'a>,
     #[serde(borrow)]
+    pub origin_down: S<'a>,
+    #[serde(borrow)]
     pub error: S<'a>,
     #[serde(borrow)]
     pub attempts: Option<Lax<'a, RawAttempt<'a>>>,

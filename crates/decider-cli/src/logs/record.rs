@@ -299,6 +299,12 @@ fn route_outcome(v: &Option<Lax<'_, RawOutcome<'_>>>) -> Result<Option<RouteOutc
             ACTION_NAMES,
             Action::parse_name,
         )?,
+        origin_down: opt_enum(
+            "outcome.origin_down",
+            &o.origin_down,
+            ACTION_NAMES,
+            Action::parse_name,
+        )?,
         error: error_kind("outcome.error", &o.error)?,
         attempts: attempts(&o.attempts)?,
     }))
