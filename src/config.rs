@@ -168,14 +168,28 @@ impl std::fmt::Debug for Var {
     }
 }
 
+/// One row of [`VARS`]: name, README default, visibility, README description, then how a set
+/// value is applied and how the value in force is shown. A macro so that a row reads as a
+/// table row, not as a struct literal.
+macro_rules! var {
+    ($name:literal, $default:literal, $vis:ident, $description:expr,
+     parse: $parse:expr, value: $value:expr $(,)?) => {
+        Var {
+            name: $name,
+            default: $default,
+            description: $description,
+            visibility: Visibility::$vis,
+            parse: $parse,
+            value: $value,
+        }
+    };
+}
+
 /// Every variable the Worker reads, in the order `/v1/health` and the README list them.
+#[rustfmt::skip]
 pub const VARS: &[Var] = &[
-    Var {
-        name: "DECISION_BACKEND",
-        default: "embedded",
-        description:
-            "`embedded`: the artifact built into the wasm; `workers-ai`: a model on Workers AI",
-        visibility: Visibility::Public,
+    var! { "DECISION_BACKEND", "embedded", Public,
+        "`embedded`: the artifact built into the wasm; `workers-ai`: a model on Workers AI",
         parse: |s, c| {
             c.backend = match s {
                 "embedded" => BackendKind::Embedded,
@@ -184,55 +198,35 @@ pub const VARS: &[Var] = &[
             };
             Ok(())
         },
-        value: |c| json!(c.backend.name()),
-    },
-    Var {
-        name: "AI_MODEL",
-        default: "—",
-        description: "Workers AI model name (required with `workers-ai`)",
-        visibility: Visibility::Public,
+        value: |c| json!(c.backend.name()) },
+    var! { "AI_MODEL", "—", Public,
+        "Workers AI model name (required with `workers-ai`)",
         parse: |s, c| {
             c.ai_model = s.to_string();
             Ok(())
         },
-        value: |c| json!((!c.ai_model.is_empty()).then_some(&c.ai_model)),
-    },
-    Var {
-        name: "AI_TIMEOUT_MS",
-        default: "25",
-        description: "budget of a Workers AI call, 1..=10000 ms; on expiry → `model_timeout`",
-        visibility: Visibility::Public,
+        value: |c| json!((!c.ai_model.is_empty()).then_some(&c.ai_model)) },
+    var! { "AI_TIMEOUT_MS", "25", Public,
+        "budget of a Workers AI call, 1..=10000 ms; on expiry → `model_timeout`",
         parse: |s, c| int(s, 1, 10_000).map(|v| c.ai_timeout_ms = v),
-        value: |c| json!(c.ai_timeout_ms),
-    },
-    Var {
-        name: "AI_GATEWAY",
-        default: "—",
-        description: "AI Gateway id: the Workers AI call is made with `{gateway: {id}}`",
-        visibility: Visibility::Public,
+        value: |c| json!(c.ai_timeout_ms) },
+    var! { "AI_GATEWAY", "—", Public,
+        "AI Gateway id: the Workers AI call is made with `{gateway: {id}}`",
         parse: |s, c| {
             c.ai_gateway = Some(s.to_string());
             Ok(())
         },
-        value: |c| json!(c.ai_gateway),
-    },
-    Var {
-        name: "CONFIDENCE_THRESHOLD",
-        default: "the artifact's",
-        description: "model confidence at or above which the model decides, in [0, 1]",
-        visibility: Visibility::Public,
+        value: |c| json!(c.ai_gateway) },
+    var! { "CONFIDENCE_THRESHOLD", "the artifact's", Public,
+        "model confidence at or above which the model decides, in [0, 1]",
         parse: |s, c| {
             let t = s.parse::<f64>().ok().and_then(|v| Threshold::new(v).ok());
             c.threshold_override = Some(t.ok_or("must be a number in [0, 1]")?);
             Ok(())
         },
-        value: |c| json!(c.threshold_override.map(Threshold::get)),
-    },
-    Var {
-        name: "DEFAULT_ACTION",
-        default: "route_a",
-        description: "the action when no rule table can decide",
-        visibility: Visibility::Public,
+        value: |c| json!(c.threshold_override.map(Threshold::get)) },
+    var! { "DEFAULT_ACTION", "route_a", Public,
+        "the action when no rule table can decide",
         parse: |s, c| match Action::parse_name(s) {
             Some(a) => {
                 c.default_action = a;
@@ -240,13 +234,9 @@ pub const VARS: &[Var] = &[
             }
             None => Err(format!("must be one of {}", ACTIONS.join(", "))),
         },
-        value: |c| json!(c.default_action),
-    },
-    Var {
-        name: "RULES",
-        default: "`rules/default.json`",
-        description: "a JSON rule table; `none`: no table, fallbacks take `DEFAULT_ACTION`",
-        visibility: Visibility::Public,
+        value: |c| json!(c.default_action) },
+    var! { "RULES", "`rules/default.json`", Public,
+        "a JSON rule table; `none`: no table, fallbacks take `DEFAULT_ACTION`",
         parse: |s, c| {
             if s == "none" {
                 (c.rules, c.rules_source) = (None, RulesSource::None);
@@ -256,113 +246,61 @@ pub const VARS: &[Var] = &[
             (c.rules, c.rules_source) = (Some(table), RulesSource::Config);
             Ok(())
         },
-        value: |c| json!(c.rules.as_ref().map(RuleTable::version)),
-    },
-    Var {
-        name: "OOD_CHECK",
-        default: "true",
-        description: "a state field outside the training ranges → rules (`out_of_distribution`)",
-        visibility: Visibility::Public,
+        value: |c| json!(c.rules.as_ref().map(RuleTable::version)) },
+    var! { "OOD_CHECK", "true", Public,
+        "a state field outside the training ranges → rules (`out_of_distribution`)",
         parse: |s, c| flag(s).map(|v| c.ood_check = v),
-        value: |c| json!(c.ood_check),
-    },
-    Var {
-        name: "SHADOW",
-        default: "false",
-        description: "rules decide, the model's action is logged beside them",
-        visibility: Visibility::Public,
+        value: |c| json!(c.ood_check) },
+    var! { "SHADOW", "false", Public,
+        "rules decide, the model's action is logged beside them",
         parse: |s, c| flag(s).map(|v| c.shadow = v),
-        value: |c| json!(c.shadow),
-    },
-    Var {
-        name: "EXPLORE_PERCENT",
-        default: "0",
-        description: "share of model-decided traffic whose action is drawn uniformly from the route actions, 0..=20 (never `reject`, never rules); the logged `propensity` says how each action was chosen",
-        visibility: Visibility::Public,
+        value: |c| json!(c.shadow) },
+    var! { "EXPLORE_PERCENT", "0", Public,
+        "share of model-decided traffic whose action is drawn uniformly from the route actions, 0..=20 (never `reject`, never rules); the logged `propensity` says how each action was chosen",
         parse: |s, c| {
             let percent = s.parse::<f64>().map_err(|_| "must be a number 0..=20".to_string())?;
             c.explore = Explore::from_percent(percent).map_err(|_| "must be a number 0..=20")?;
             Ok(())
         },
-        value: |c| json!(c.explore.probability() * 100.0),
-    },
-    Var {
-        name: "DEBUG_ENDPOINTS",
-        default: "false",
-        description: "enables `POST /v1/debug/encode` and `POST /v1/debug/trap` (tests only)",
-        visibility: Visibility::Public,
+        value: |c| json!(c.explore.probability() * 100.0) },
+    var! { "DEBUG_ENDPOINTS", "false", Public,
+        "enables `POST /v1/debug/encode` and `POST /v1/debug/trap` (tests only)",
         parse: |s, c| flag(s).map(|v| c.debug_endpoints = v),
-        value: |c| json!(c.debug_endpoints),
-    },
-    Var {
-        name: "REQUEST_TYPES",
-        default: "shipped table",
-        description: "method and path prefix → `request_type`, first hit",
-        visibility: Visibility::Admin,
+        value: |c| json!(c.debug_endpoints) },
+    var! { "REQUEST_TYPES", "shipped table", Admin,
+        "method and path prefix → `request_type`, first hit",
         parse: |s, c| RequestTypes::from_json(s).map(|t| c.request_types = t),
-        value: |c| json!(c.request_types),
-    },
-    Var {
-        name: "REGIONS",
-        default: "shipped map",
-        description: "country, then continent → `region_id`",
-        visibility: Visibility::Admin,
+        value: |c| json!(c.request_types) },
+    var! { "REGIONS", "shipped map", Admin,
+        "country, then continent → `region_id`",
         parse: |s, c| Regions::from_json(s).map(|r| c.regions = r),
-        value: |c| json!(c.regions),
-    },
-    Var {
-        name: "SIGNALS_CACHE_S",
-        default: "5",
-        description: "in-isolate reuse of the KV signals, 0..=300 s (0: read KV every request)",
-        visibility: Visibility::Public,
+        value: |c| json!(c.regions) },
+    var! { "SIGNALS_CACHE_S", "5", Public,
+        "in-isolate reuse of the KV signals, 0..=300 s (0: read KV every request)",
         parse: |s, c| int(s, 0, 300).map(|v| c.signals_cache_s = v),
-        value: |c| json!(c.signals_cache_s),
-    },
-    Var {
-        name: "SIGNALS_MAX_AGE_S",
-        default: "60",
-        description: "older signals are stale → rules (`stale_signals`), 1..=86400 s",
-        visibility: Visibility::Public,
+        value: |c| json!(c.signals_cache_s) },
+    var! { "SIGNALS_MAX_AGE_S", "60", Public,
+        "older signals are stale → rules (`stale_signals`), 1..=86400 s",
         parse: |s, c| int(s, 1, 86_400).map(|v| c.signals_max_age_s = v),
-        value: |c| json!(c.signals_max_age_s),
-    },
-    Var {
-        name: "ORIGIN_ROUTE_A",
-        default: "—",
-        description: "origin base URL of `route_a` (`http(s)://host[:port][/base]`)",
-        visibility: Visibility::Admin,
+        value: |c| json!(c.signals_max_age_s) },
+    var! { "ORIGIN_ROUTE_A", "—", Admin,
+        "origin base URL of `route_a` (`http(s)://host[:port][/base]`)",
         parse: |s, c| origin(s, Action::RouteA, c),
-        value: |c| json!(c.origins.get(&Action::RouteA)),
-    },
-    Var {
-        name: "ORIGIN_ROUTE_B",
-        default: "—",
-        description: "origin base URL of `route_b`",
-        visibility: Visibility::Admin,
+        value: |c| json!(c.origins.get(&Action::RouteA)) },
+    var! { "ORIGIN_ROUTE_B", "—", Admin,
+        "origin base URL of `route_b`",
         parse: |s, c| origin(s, Action::RouteB, c),
-        value: |c| json!(c.origins.get(&Action::RouteB)),
-    },
-    Var {
-        name: "ORIGIN_ROUTE_C",
-        default: "—",
-        description: "origin base URL of `route_c`",
-        visibility: Visibility::Admin,
+        value: |c| json!(c.origins.get(&Action::RouteB)) },
+    var! { "ORIGIN_ROUTE_C", "—", Admin,
+        "origin base URL of `route_c`",
         parse: |s, c| origin(s, Action::RouteC, c),
-        value: |c| json!(c.origins.get(&Action::RouteC)),
-    },
-    Var {
-        name: "ORIGIN_TIMEOUT_MS",
-        default: "5000",
-        description: "time to an origin's response headers once the request body is sent, 1..=60000 ms",
-        visibility: Visibility::Public,
+        value: |c| json!(c.origins.get(&Action::RouteC)) },
+    var! { "ORIGIN_TIMEOUT_MS", "5000", Public,
+        "time to an origin's response headers once the request body is sent, 1..=60000 ms",
         parse: |s, c| int(s, 1, 60_000).map(|v| c.origin_timeout_ms = v),
-        value: |c| json!(c.origin_timeout_ms),
-    },
-    Var {
-        name: "FAILOVER",
-        default: "a → b → c → a",
-        description: "failover origin per action, `{\"route_a\": \"route_b\", …}`",
-        visibility: Visibility::Admin,
+        value: |c| json!(c.origin_timeout_ms) },
+    var! { "FAILOVER", "a → b → c → a", Admin,
+        "failover origin per action, `{\"route_a\": \"route_b\", …}`",
         parse: |s, c| Failover::from_json(s).map(|f| c.failover = f),
         value: |c| {
             let map: BTreeMap<&str, &str> = c
@@ -372,54 +310,29 @@ pub const VARS: &[Var] = &[
                 .map(|(a, b)| (a.name(), b.name()))
                 .collect();
             json!(map)
-        },
-    },
-    Var {
-        name: "REJECT_RETRY_AFTER_S",
-        default: "5",
-        description: "`Retry-After` of a rejected request, 0..=86400 s",
-        visibility: Visibility::Public,
+        } },
+    var! { "REJECT_RETRY_AFTER_S", "5", Public,
+        "`Retry-After` of a rejected request, 0..=86400 s",
         parse: |s, c| int(s, 0, 86_400).map(|v| c.retry_after_s = v),
-        value: |c| json!(c.retry_after_s),
-    },
-    Var {
-        name: "CANARY_PERCENT",
-        default: "100",
-        description:
-            "share of routing keys the model may decide for, 0..=100; the rest is held out on rules",
-        visibility: Visibility::Public,
+        value: |c| json!(c.retry_after_s) },
+    var! { "CANARY_PERCENT", "100", Public,
+        "share of routing keys the model may decide for, 0..=100; the rest is held out on rules",
         parse: |s, c| int(s, 0, 100).map(|v| c.canary_percent = v as u8),
-        value: |c| json!(c.canary_percent),
-    },
-    Var {
-        name: "CHALLENGER_PERCENT",
-        default: "0",
-        description: "share of routing keys the embedded challenger model (`model/challenger.json`) serves instead of the champion, 0..=100, taken from the canary share by the same sticky buckets",
-        visibility: Visibility::Public,
+        value: |c| json!(c.canary_percent) },
+    var! { "CHALLENGER_PERCENT", "0", Public,
+        "share of routing keys the embedded challenger model (`model/challenger.json`) serves instead of the champion, 0..=100, taken from the canary share by the same sticky buckets",
         parse: |s, c| int(s, 0, 100).map(|v| c.challenger_percent = v as u8),
-        value: |c| json!(c.challenger_percent),
-    },
-    Var {
-        name: "CANARY_KEY",
-        default: "ip",
-        description: "`ip` (`cf-connecting-ip`) or `header:<name>`",
-        visibility: Visibility::Admin,
+        value: |c| json!(c.challenger_percent) },
+    var! { "CANARY_KEY", "ip", Admin,
+        "`ip` (`cf-connecting-ip`) or `header:<name>`",
         parse: |s, c| CanaryKey::parse(s).map(|k| c.canary_key = k),
-        value: |c| json!(c.canary_key.header()),
-    },
-    Var {
-        name: "SIGNALS_URL",
-        default: "—",
-        description: "the monitor's metrics document (`docs/monitors.md`): the three signal fields, or them per route; read on every cron run",
-        visibility: Visibility::Admin,
+        value: |c| json!(c.canary_key.header()) },
+    var! { "SIGNALS_URL", "—", Admin,
+        "the monitor's metrics document (`docs/monitors.md`): the three signal fields, or them per route; read on every cron run",
         parse: |s, c| parse_url(s).map(|u| c.signals_url = Some(u)),
-        value: |c| json!(c.signals_url),
-    },
-    Var {
-        name: "HEALTH_PATH",
-        default: "—",
-        description: "path the monitor probes on every origin each cron run; a down origin's traffic goes to its failover",
-        visibility: Visibility::Admin,
+        value: |c| json!(c.signals_url) },
+    var! { "HEALTH_PATH", "—", Admin,
+        "path the monitor probes on every origin each cron run; a down origin's traffic goes to its failover",
         parse: |s, c| {
             if !s.starts_with('/') || s.contains('#') {
                 return Err("must be a path starting with / (no fragment)".into());
@@ -427,78 +340,45 @@ pub const VARS: &[Var] = &[
             c.health_path = Some(s.to_string());
             Ok(())
         },
-        value: |c| json!(c.health_path),
-    },
-    Var {
-        name: "MONITOR_TIMEOUT_MS",
-        default: "2000",
-        description: "budget of each probe and of the `SIGNALS_URL` fetch, 1..=30000 ms",
-        visibility: Visibility::Public,
+        value: |c| json!(c.health_path) },
+    var! { "MONITOR_TIMEOUT_MS", "2000", Public,
+        "budget of each probe and of the `SIGNALS_URL` fetch, 1..=30000 ms",
         parse: |s, c| int(s, 1, 30_000).map(|v| c.monitor_timeout_ms = v),
-        value: |c| json!(c.monitor_timeout_ms),
-    },
-    Var {
-        name: "HEALTH_EXPECT_STATUS",
-        default: "200",
-        description: "the status a passing probe answers, 200..=599",
-        visibility: Visibility::Public,
+        value: |c| json!(c.monitor_timeout_ms) },
+    var! { "HEALTH_EXPECT_STATUS", "200", Public,
+        "the status a passing probe answers, 200..=599",
         parse: |s, c| int(s, 200, 599).map(|v| c.health_expect_status = v as u16),
-        value: |c| json!(c.health_expect_status),
-    },
-    Var {
-        name: "HEALTH_WINDOW",
-        default: "10",
-        description: "probes kept per origin for its success rate, 1..=100",
-        visibility: Visibility::Public,
+        value: |c| json!(c.health_expect_status) },
+    var! { "HEALTH_WINDOW", "10", Public,
+        "probes kept per origin for its success rate, 1..=100",
         parse: |s, c| int(s, 1, 100).map(|v| c.monitor.window = v),
-        value: |c| json!(c.monitor.window),
-    },
-    Var {
-        name: "HEALTH_DOWN_AFTER",
-        default: "2",
-        description: "consecutive failed probes that mark an origin down, 1..=20",
-        visibility: Visibility::Public,
+        value: |c| json!(c.monitor.window) },
+    var! { "HEALTH_DOWN_AFTER", "2", Public,
+        "consecutive failed probes that mark an origin down, 1..=20",
         parse: |s, c| int(s, 1, 20).map(|v| c.monitor.down_after = v),
-        value: |c| json!(c.monitor.down_after),
-    },
-    Var {
-        name: "HEALTH_UP_AFTER",
-        default: "2",
-        description: "consecutive passed probes that mark a down origin up again, 1..=20",
-        visibility: Visibility::Public,
+        value: |c| json!(c.monitor.down_after) },
+    var! { "HEALTH_UP_AFTER", "2", Public,
+        "consecutive passed probes that mark a down origin up again, 1..=20",
         parse: |s, c| int(s, 1, 20).map(|v| c.monitor.up_after = v),
-        value: |c| json!(c.monitor.up_after),
-    },
-    Var {
-        name: "HEALTH_LOAD_BASELINE_MS",
-        default: "500",
-        description: "probe latency of an origin at full load: its `current_load` is latency / this, 1..=60000 ms",
-        visibility: Visibility::Public,
+        value: |c| json!(c.monitor.up_after) },
+    var! { "HEALTH_LOAD_BASELINE_MS", "500", Public,
+        "probe latency of an origin at full load: its `current_load` is latency / this, 1..=60000 ms",
         parse: |s, c| int(s, 1, 60_000).map(|v| c.monitor.load_baseline_ms = f64::from(v)),
-        value: |c| json!(c.monitor.load_baseline_ms),
-    },
-    Var {
-        name: "ADMIN_TOKEN",
-        default: "— (secret)",
-        description: "bearer token of `/v1/admin/*`; unset: admin endpoints refuse everything",
-        visibility: Visibility::Secret,
+        value: |c| json!(c.monitor.load_baseline_ms) },
+    var! { "ADMIN_TOKEN", "— (secret)", Secret,
+        "bearer token of `/v1/admin/*`; unset: admin endpoints refuse everything",
         parse: |s, c| {
             c.admin_token = Some(Secret(s.to_string()));
             Ok(())
         },
-        value: |c| json!(c.admin_token.is_some()),
-    },
-    Var {
-        name: "OUTCOME_TOKEN",
-        default: "— (secret)",
-        description: "bearer token of `POST /v1/outcome` (`ADMIN_TOKEN` works there too); unset: only the admin token",
-        visibility: Visibility::Secret,
+        value: |c| json!(c.admin_token.is_some()) },
+    var! { "OUTCOME_TOKEN", "— (secret)", Secret,
+        "bearer token of `POST /v1/outcome` (`ADMIN_TOKEN` works there too); unset: only the admin token",
         parse: |s, c| {
             c.outcome_token = Some(Secret(s.to_string()));
             Ok(())
         },
-        value: |c| json!(c.outcome_token.is_some()),
-    },
+        value: |c| json!(c.outcome_token.is_some()) },
 ];
 
 /// An origin base URL for `action`.

@@ -282,15 +282,7 @@ fn body_not_allowed(d: &Decision, decision_id: &str) -> worker::Result<Forwarded
     http::set_decision_headers(response.headers(), d, decision_id)?;
     Ok(Forwarded {
         response,
-        outcome: RouteOutcome {
-            origin: None,
-            status: Some(400),
-            latency_ms: Some(0.0),
-            failover: None,
-            origin_down: None,
-            error: None,
-            attempts: Vec::new(),
-        },
+        outcome: RouteOutcome::answered_by_worker(400),
         detail: None,
     })
 }

@@ -55,15 +55,7 @@ pub async fn handle(req: Request, env: &Env, iso: &Isolate) -> worker::Result<Re
     let forwarded = match d.action {
         Action::Reject => Forwarded {
             response: rejected(d, &decided.record.decision_id, cfg.retry_after_s)?,
-            outcome: RouteOutcome {
-                origin: None,
-                status: Some(503),
-                latency_ms: Some(0.0),
-                failover: None,
-                origin_down: None,
-                error: None,
-                attempts: Vec::new(),
-            },
+            outcome: RouteOutcome::answered_by_worker(503),
             detail: None,
         },
         routed => {

@@ -195,6 +195,22 @@ pub struct RouteOutcome {
     pub attempts: Vec<Attempt>,
 }
 
+impl RouteOutcome {
+    /// The Worker answered by itself with `status` (a rejected request, a refused body): no
+    /// origin was asked, so there is no origin, failover or attempt to record.
+    pub fn answered_by_worker(status: u16) -> RouteOutcome {
+        RouteOutcome {
+            origin: None,
+            status: Some(status),
+            latency_ms: Some(0.0),
+            failover: None,
+            origin_down: None,
+            error: None,
+            attempts: Vec::new(),
+        }
+    }
+}
+
 /// One request to one origin.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Attempt {
