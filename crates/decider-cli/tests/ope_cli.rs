@@ -2,28 +2,18 @@
 //! known reward function: the intervals cover the candidate's true value, the warnings
 //! appear when they should, bad input is counted or refused, never a crash.
 
-use common::{bandit_lines, decision, outcome};
+use common::{bandit_lines, decider, decision, outcome};
 use decider_cli::ope::synthetic::{reward_probability, simulate_logs, Logging};
 use decider_cli::ope::Sample;
 use decider_cli::serving::{load_decider, ModelArgs};
 use decider_core::Gates;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 mod common;
 
-fn decider(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_decider"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("decider-ope-test-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
+    common::tmp("ope", name)
 }
 
 /// The shipped model: the candidate.

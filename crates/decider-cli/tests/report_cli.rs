@@ -1,23 +1,13 @@
 //! `decider report` on the command line: the JSON keys, the tables, the charts, exit codes.
 
-use common::arm_lines;
+use common::{arm_lines, decider};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
 mod common;
 
-fn decider(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_decider"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("decider-report-test-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
+    common::tmp("report", name)
 }
 
 #[test]

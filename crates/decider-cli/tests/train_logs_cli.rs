@@ -2,27 +2,17 @@
 //! reward function in, an artifact out whose serving policy is worth more than the logger's,
 //! and whose record and card say it was learned from logs.
 
-use common::{bandit_lines, decision};
+use common::{bandit_lines, decider, decision};
 use decider_cli::ope::synthetic::{reward_probability, simulate_logs, true_value, Logging};
 use decider_cli::serving::{load_decider, ModelArgs};
 use decider_core::Gates;
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
 mod common;
 
-fn decider(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_decider"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("decider-train-logs-test-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
+    common::tmp("train-logs", name)
 }
 
 #[test]

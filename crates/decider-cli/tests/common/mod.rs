@@ -3,6 +3,23 @@
 #![allow(dead_code)]
 
 use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// Runs the built `decider` with `args`.
+pub fn decider(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_decider"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// A path for `name` in this test binary's own temporary directory (`tag` tells them apart).
+pub fn tmp(tag: &str, name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("decider-{tag}-test-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
 
 pub const T0: i64 = 1_796_205_600; // 2026-12-02T10:00:00Z
 
