@@ -38,7 +38,7 @@ pub struct Decided {
 impl Decided {
     /// Writes the record to the log and, when bound, a data point to Analytics Engine.
     pub fn log(&self, iso: &Isolate) {
-        log::emit(&decider_core::record::Record::Decision(self.record.clone()));
+        log::write(&self.record.to_line());
         if let Some(dataset) = &iso.analytics {
             crate::analytics::write(dataset, &self.decision);
         }

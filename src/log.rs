@@ -16,32 +16,23 @@ pub const CLIP_BYTES: usize = 256;
 /// The header is the client's to set wherever a request does not pass Cloudflare's edge.
 pub const ECHO_BYTES: usize = 128;
 
-/// What [`clip`] and [`clip_to`] append to text they cut.
-pub const CUT_MARK: &str = "…[truncated]";
+pub use decider_core::record::{clip_to, CUT_MARK};
 
 /// `s` cut to at most [`CLIP_BYTES`] on a character boundary, marked when cut.
 pub fn clip(s: &str) -> String {
     clip_to(s, CLIP_BYTES)
 }
 
-/// `s` cut to at most `max` bytes on a character boundary, followed by [`CUT_MARK`] when
-/// cut. The text stays text: it is escaped where it is written (a JSON string value).
-pub fn clip_to(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let end = (0..=max)
-        .rev()
-        .find(|&i| s.is_char_boundary(i))
-        .unwrap_or(0);
-    format!("{}{CUT_MARK}", &s[..end])
-}
-
 /// Writes a serialisable record as one log line.
 pub fn emit(record: &impl Serialize) {
     if let Ok(line) = serde_json::to_string(record) {
-        web_sys::console::log_1(&wasm_bindgen::JsValue::from_str(&line));
+        write(&line);
     }
+}
+
+/// Writes one log line.
+pub fn write(line: &str) {
+    web_sys::console::log_1(&wasm_bindgen::JsValue::from_str(line));
 }
 
 /// Writes an operational event: `{"ts", "event": name}` plus `fields` (an object).
@@ -79,14 +70,5 @@ mod tests {
         assert!(c.len() <= CLIP_BYTES + "…[truncated]".len());
         assert!(c.ends_with("…[truncated]"));
         assert_eq!(clip("short"), "short");
-    }
-
-    #[test]
-    fn clip_to_cuts_on_a_character_boundary() {
-        assert_eq!(clip_to("abc", 3), "abc");
-        assert_eq!(clip_to("abcd", 3), format!("abc{CUT_MARK}"));
-        assert_eq!(clip_to("aé", 2), format!("a{CUT_MARK}"));
-        let ray = "R".repeat(60_000);
-        assert_eq!(clip_to(&ray, ECHO_BYTES).len(), ECHO_BYTES + CUT_MARK.len());
     }
 }

@@ -122,7 +122,8 @@ export async function startWorker({ vars = {}, ai = false, extra = {}, workers =
           pending = pending.slice(i + 1);
           stdoutLines.push(line);
           try {
-            logs.push(JSON.parse(line));
+            // The line's own length rides along, not enumerable (matchers ignore it).
+            logs.push(Object.defineProperty(JSON.parse(line), "$bytes", { value: Buffer.byteLength(line) }));
           } catch {
             // not a JSON line (workerd banner etc.)
           }

@@ -42,7 +42,7 @@ describe("decision records", () => {
     expect(Object.keys(line.state).sort()).toEqual(["current_load", "hour", "queue_depth", "recent_success_rate", "region_id", "request_type"]);
     expect(line.state).toMatchObject(noHour);
     expect(line.state.hour).toBe(new Date().getUTCHours());
-    expect(Buffer.byteLength(JSON.stringify(line))).toBeLessThanOrEqual(1024);
+    expect(line.$bytes).toBeLessThanOrEqual(1024);
   });
 
   test("decision ids are unique", async () => {

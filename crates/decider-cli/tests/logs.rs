@@ -396,3 +396,55 @@ fn records_are_read_into_decider_cores_types_field_for_field() {
         s.samples
     );
 }
+
+#[test]
+fn a_line_written_compact_reads_back_whole() {
+    // A record over 1 KB is written without its null fields and probabilities, keys in
+    // another order: the reader takes it as decider-core does, absent fields as null.
+    let full = serde_json::json!({
+        "event": "decision", "log_version": 1, "ts": "2026-12-02T10:00:00.123Z",
+        "decision_id": "0b0e6a8c-8a5e-4a49-9f6e-6c0e7f1d2a3b", "request_id": "R".repeat(128),
+        "endpoint": "route",
+        "state": {"request_type": 1, "region_id": 3, "current_load": 0.4,
+                  "recent_success_rate": 0.97, "queue_depth": 12, "hour": 14},
+        "action": "route_b", "source": "model", "fallback_reason": null, "rule": null,
+        "confidence": 0.9712345678901234,
+        "probabilities": {"route_a": 0.0112345678901234, "route_b": 0.9712345678901234,
+                          "route_c": 0.0112345678901234, "reject": 0.0062962963296298},
+        "propensity": 1, "explored": false, "model_version": "gbdt-fe6ed1b269ed",
+        "rules_version": "default-2026-11-30", "encoder_version": 1, "backend": "embedded",
+        "arm": "champion", "decision_us": 0,
+        "outcome": {"origin": "route_c", "status": 200, "latency_ms": 12.0, "failover": "route_c",
+                    "error": null, "attempts": [
+                        {"origin": "route_b", "status": 503, "error": "upstream_status", "latency_ms": 3.0},
+                        {"origin": "route_c", "status": 200, "error": null, "latency_ms": 9.0}]},
+        "request": {"method": "GET", "country": "GB", "continent": "EU", "signals_age_s": 4.5,
+                    "signals_detail": null},
+        "detail": "route_b answered 503"
+    });
+    let Ok(Record::Decision(d)) = serde_json::from_value::<Record>(full) else {
+        panic!("not a decision");
+    };
+    let line = d.to_line();
+    assert!(line.len() <= 1024, "{} bytes", line.len());
+    assert!(
+        !line.contains("null") && !line.contains("probabilities"),
+        "{line}"
+    );
+    let want: Record = serde_json::from_str(&line).unwrap();
+    let mut got = Vec::new();
+    let mut reader = LogReader::new(ReadOptions::default());
+    reader
+        .read_stream("input", line.as_bytes(), &mut |r: Record| got.push(r))
+        .unwrap();
+    assert_eq!(got, [want]);
+    let Record::Decision(back) = &got[0] else {
+        panic!("not a decision");
+    };
+    assert_eq!(
+        (back.state, back.action, back.propensity),
+        (d.state, d.action, d.propensity)
+    );
+    assert_eq!(back.outcome, d.outcome);
+    assert_eq!(back.request_id, d.request_id, "it fits once compact");
+}

@@ -288,6 +288,137 @@ pub struct OutcomeRecord {
 /// Longest `decision_id` an outcome may quote (the Worker's are 36 characters).
 pub const MAX_ID_LEN: usize = 128;
 
+/// Longest decision line the Worker writes, in bytes: log pipelines (Workers Logs, Logpush
+/// destinations) bill and cap by line, and a learner reads millions of them.
+pub const MAX_LINE_BYTES: usize = 1024;
+
+/// What [`clip_to`] appends to text it cuts.
+pub const CUT_MARK: &str = "…[truncated]";
+
+/// `s` cut to at most `max` bytes on a character boundary, followed by [`CUT_MARK`] when
+/// cut. The text stays text: it is escaped where it is written (a JSON string value).
+pub fn clip_to(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let end = (0..=max)
+        .rev()
+        .find(|&i| s.is_char_boundary(i))
+        .unwrap_or(0);
+    format!("{}{CUT_MARK}", &s[..end])
+}
+
+impl DecisionRecord {
+    /// The record as its log line, `{"event":"decision",…}`, at most [`MAX_LINE_BYTES`].
+    ///
+    /// A longer record (a failover with every optional part present) is written compact:
+    /// without `probabilities` and `confidence` (the embedded model's are recomputed exactly
+    /// from `state` and `model_version`) and without its null fields, which readers take as
+    /// null. Should that not fit, its free text (the detail, the signals detail, the request
+    /// id, the request's method, country and continent, the rule) is cut, longest first,
+    /// until it does. The state, action, propensity and outcome a learner needs are never
+    /// cut.
+    pub fn to_line(&self) -> String {
+        let line = tagged(serde_json::to_string(self));
+        if line.len() <= MAX_LINE_BYTES {
+            return line;
+        }
+        let mut r = self.clone();
+        r.probabilities = None;
+        r.confidence = None;
+        let line = r.compact_line();
+        if line.len() <= MAX_LINE_BYTES {
+            return line;
+        }
+        let longest = r.free_text().iter().map(|t| t.len()).max().unwrap_or(0);
+        // Every text capped at the same length, the longest cap that fits (each text keeps
+        // its share, whichever is longest), found by bisection.
+        let capped = |cap: usize| {
+            let mut c = r.clone();
+            for text in c.free_text() {
+                if text.len() > cap {
+                    *text = if cap == 0 {
+                        String::new()
+                    } else {
+                        clip_to(text, cap)
+                    };
+                }
+            }
+            c.compact_line()
+        };
+        let (mut fits, mut over) = (0, longest);
+        while over - fits > 1 {
+            let mid = (fits + over) / 2;
+            if capped(mid).len() <= MAX_LINE_BYTES {
+                fits = mid;
+            } else {
+                over = mid;
+            }
+        }
+        capped(fits)
+    }
+
+    /// The line without null fields (text cut to nothing is null).
+    fn compact_line(&self) -> String {
+        let mut r = self.clone();
+        for text in [&mut r.detail, &mut r.request_id, &mut r.rule] {
+            if text.as_deref() == Some("") {
+                *text = None;
+            }
+        }
+        if let Some(req) = r.request.as_mut() {
+            for text in [
+                &mut req.country,
+                &mut req.continent,
+                &mut req.signals_detail,
+            ] {
+                if text.as_deref() == Some("") {
+                    *text = None;
+                }
+            }
+        }
+        let mut v = serde_json::to_value(&r).unwrap_or(Value::Null);
+        drop_nulls(&mut v);
+        tagged(serde_json::to_string(&v))
+    }
+
+    /// The record's free text, which [`DecisionRecord::to_line`] may cut.
+    fn free_text(&mut self) -> Vec<&mut String> {
+        let mut out: Vec<&mut String> = Vec::new();
+        out.extend(self.detail.as_mut());
+        out.extend(self.request_id.as_mut());
+        out.extend(self.rule.as_mut());
+        if let Some(req) = self.request.as_mut() {
+            out.push(&mut req.method);
+            out.extend(req.country.as_mut());
+            out.extend(req.continent.as_mut());
+            out.extend(req.signals_detail.as_mut());
+        }
+        out
+    }
+}
+
+/// A decision's serialised object as its log line: `{"event":"decision",…}`, the same
+/// bytes `Record::Decision` serialises to, without copying the record into one.
+fn tagged(body: serde_json::Result<String>) -> String {
+    let body = body.unwrap_or_else(|_| "{}".into());
+    let rest = body.strip_prefix('{').unwrap_or("}");
+    let sep = if rest == "}" { "" } else { "," };
+    format!("{{\"event\":\"decision\"{sep}{rest}")
+}
+
+/// Removes the null members of every object in `v`.
+fn drop_nulls(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.retain(|_, x| !x.is_null());
+            m.values_mut().for_each(drop_nulls);
+        }
+        Value::Array(a) => a.iter_mut().for_each(drop_nulls),
+        _ => {}
+    }
+}
+
 impl OutcomeRecord {
     /// Validates a `POST /v1/outcome` body: `{"decision_id", "reward"}` with a reward in
     /// `[0, 1]`, or `{"decision_id", "status", "latency_ms"?}` with what the caller observed.
@@ -414,6 +545,135 @@ mod tests {
             request: None,
             shadow: None,
             detail: None,
+        }
+    }
+
+    #[test]
+    fn clip_to_cuts_on_a_character_boundary() {
+        assert_eq!(clip_to("abc", 3), "abc");
+        assert_eq!(clip_to("abcd", 3), format!("abc{CUT_MARK}"));
+        assert_eq!(clip_to("aé", 2), format!("a{CUT_MARK}"));
+        let ray = "R".repeat(60_000);
+        assert_eq!(clip_to(&ray, 128).len(), 128 + CUT_MARK.len());
+    }
+
+    #[test]
+    fn a_line_that_fits_is_the_record_as_serialised() {
+        let r = decision();
+        let line = r.to_line();
+        assert_eq!(line, serde_json::to_string(&Record::Decision(r)).unwrap());
+    }
+
+    /// A routed request that failed over, as the Worker logs one on Cloudflare: a real
+    /// `cf-ray`, the origin's status in the detail, client-sent state with every digit.
+    #[test]
+    fn a_failover_record_fits_and_keeps_everything_but_the_probabilities() {
+        let mut r = decision();
+        r.request_id = Some("8e9f6a1b2c3d4e5f-IAD".into());
+        r.state.current_load = 0.123_456_789_012_345_68;
+        r.state.recent_success_rate = 0.987_654_321_098_765_4;
+        r.model_version = Some("gbdt-fe6ed1b269ed".into());
+        r.rules_version = Some("default-2026-11-30".into());
+        r.detail = Some("route_b answered 503".into());
+        r.request = Some(RequestInfo {
+            method: "POST".into(),
+            country: Some("US".into()),
+            continent: Some("NA".into()),
+            signals_age_s: Some(0.024),
+            signals_detail: None,
+        });
+        r.outcome.as_mut().unwrap().origin_down = Some(Action::RouteA);
+        let line = r.to_line();
+        assert!(line.len() <= MAX_LINE_BYTES, "{} bytes: {line}", line.len());
+        let Record::Decision(back) = serde_json::from_str::<Record>(&line).unwrap() else {
+            panic!("not a decision: {line}");
+        };
+        assert_eq!(back.probabilities, None);
+        assert_eq!(back.detail.as_deref(), Some("route_b answered 503"));
+        assert_eq!(
+            back,
+            DecisionRecord {
+                probabilities: None,
+                confidence: None,
+                ..r
+            }
+        );
+    }
+
+    /// Regression: a routed record with a failover, a long `cf-ray`, an error detail and a
+    /// stale-signals detail came to about 1,180 bytes. The longest records the Worker can
+    /// write: rules deciding in shadow mode after a Workers AI timeout, a failover away from
+    /// a down origin, all text at its longest; with fresh signals of many digits, or with
+    /// stale ones (the state's defaults) and their detail.
+    #[test]
+    fn the_longest_records_fit_in_a_line_and_keep_their_numbers() {
+        // Text as long as the Worker lets any of it be (256 bytes plus the mark), with
+        // characters JSON escapes to six bytes each.
+        let text = |c: &str| clip_to(&format!("{c}\"\u{1}").repeat(200), 256);
+        for fresh in [true, false] {
+            let mut r = decision();
+            r.endpoint = Endpoint::Route;
+            if fresh {
+                r.state.current_load = 0.123_456_789_012_345_68;
+                r.state.recent_success_rate = 0.987_654_321_098_765_4;
+                r.state.queue_depth = 12_345.678_901_234_5;
+            }
+            r.model_version = Some("gbdt-fe6ed1b269ed".into());
+            r.rules_version = Some("default-2026-11-30".into());
+            r.backend = "workers-ai".into();
+            r.request_id = Some(text("ray"));
+            r.rule = Some(text("rule"));
+            r.detail = Some(text("detail"));
+            r.source = Source::Rules;
+            r.fallback_reason = Some(FallbackReason::ModelTimeout);
+            r.probabilities = Some(ProbabilityMap::from([
+                0.123_456_789_012_345_68,
+                0.223_456_789_012_345_68,
+                0.323_456_789_012_345_7,
+                0.000_000_123_456_789_012_345,
+            ]));
+            r.confidence = Some(0.323_456_789_012_345_7);
+            r.arm = Arm::Challenger;
+            // AI_TIMEOUT_MS is at most 10 s.
+            r.decision_us = 10_000_000;
+            r.shadow = Some(Shadow {
+                model_action: Some(Action::RouteB),
+                agree: false,
+            });
+            r.request = Some(RequestInfo {
+                method: text("PATCH"),
+                country: Some(text("US")),
+                continent: Some(text("NA")),
+                signals_age_s: Some(86_399.999),
+                signals_detail: (!fresh).then(|| text("KV read failed")),
+            });
+            let outcome = r.outcome.as_mut().unwrap();
+            outcome.origin_down = Some(Action::RouteA);
+            outcome.error = Some(ErrorKind::UpstreamStatus);
+            // ORIGIN_TIMEOUT_MS is at most 60 s per attempt.
+            outcome.latency_ms = Some(119_999.0);
+            for a in &mut outcome.attempts {
+                a.latency_ms = Some(59_999.0);
+            }
+            let line = r.to_line();
+            assert!(line.len() <= MAX_LINE_BYTES, "{} bytes: {line}", line.len());
+            let Record::Decision(back) = serde_json::from_str::<Record>(&line).unwrap() else {
+                panic!("not a decision: {line}");
+            };
+            // Only the free text was cut, and the probabilities dropped.
+            let mut expect = r.clone();
+            expect.probabilities = None;
+            expect.confidence = None;
+            expect.request_id = back.request_id.clone();
+            expect.rule = back.rule.clone();
+            expect.detail = back.detail.clone();
+            let req = expect.request.as_mut().unwrap();
+            let got = back.request.as_ref().unwrap();
+            req.method = got.method.clone();
+            req.country = got.country.clone();
+            req.continent = got.continent.clone();
+            req.signals_detail = got.signals_detail.clone();
+            assert_eq!(back, expect);
         }
     }
 
