@@ -377,9 +377,7 @@ impl DecisionRecord {
                 }
             }
         }
-        let mut v = serde_json::to_value(&r).unwrap_or(Value::Null);
-        drop_nulls(&mut v);
-        tagged(serde_json::to_string(&v))
+        drop_null_members(&tagged(serde_json::to_string(&r)))
     }
 
     /// The record's free text, which [`DecisionRecord::to_line`] may cut.
@@ -407,16 +405,59 @@ fn tagged(body: serde_json::Result<String>) -> String {
     format!("{{\"event\":\"decision\"{sep}{rest}")
 }
 
-/// Removes the null members of every object in `v`.
-fn drop_nulls(v: &mut Value) {
-    match v {
-        Value::Object(m) => {
-            m.retain(|_, x| !x.is_null());
-            m.values_mut().for_each(drop_nulls);
+/// `json` (compact, as serde_json writes it) without the members of its objects whose value
+/// is null. A byte scan rather than a parse into `serde_json::Value`: it keeps the members'
+/// order, and it keeps a map type and its serialiser out of the Worker's wasm.
+fn drop_null_members(json: &str) -> String {
+    let b = json.as_bytes();
+    let mut out = String::with_capacity(json.len());
+    let (mut i, mut copied) = (0, 0);
+    // Whether a `"` outside a string opens a key: after `{` or `,` in an object.
+    let mut at_key = false;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+                let rest = &b[i.min(b.len())..];
+                if at_key && rest.starts_with(b":null") {
+                    let after = i + ":null".len();
+                    out.push_str(&json[copied..start]);
+                    match b.get(after) {
+                        // Drop the member and its comma.
+                        Some(b',') => copied = after + 1,
+                        // The object's last member: drop the comma before it instead.
+                        _ => {
+                            if out.ends_with(',') {
+                                out.pop();
+                            }
+                            copied = after;
+                        }
+                    }
+                    i = copied;
+                    at_key = b.get(after) == Some(&b',');
+                    continue;
+                }
+                at_key = false;
+            }
+            b'{' | b',' => {
+                // A comma in an array precedes a value, not a key; arrays here hold
+                // objects and numbers, whose strings are keys only inside objects.
+                at_key = true;
+                i += 1;
+            }
+            _ => {
+                at_key = false;
+                i += 1;
+            }
         }
-        Value::Array(a) => a.iter_mut().for_each(drop_nulls),
-        _ => {}
     }
+    out.push_str(&json[copied.min(json.len())..]);
+    out
 }
 
 impl OutcomeRecord {
@@ -545,6 +586,44 @@ mod tests {
             request: None,
             shadow: None,
             detail: None,
+        }
+    }
+
+    #[test]
+    fn null_members_are_dropped_and_nothing_else() {
+        let cases = [
+            (r#"{"a":null}"#, "{}"),
+            (r#"{"a":null,"b":1}"#, r#"{"b":1}"#),
+            (r#"{"a":1,"b":null}"#, r#"{"a":1}"#),
+            (r#"{"a":1,"b":null,"c":null,"d":2}"#, r#"{"a":1,"d":2}"#),
+            (
+                r#"{"o":{"x":null,"y":[{"z":null,"w":3},null,4]},"n":null}"#,
+                r#"{"o":{"y":[{"w":3},null,4]}}"#,
+            ),
+            // Text that looks like a null member stays as it is.
+            (
+                r#"{"s":"\"k\":null,","t":"a\\","u":null}"#,
+                r#"{"s":"\"k\":null,","t":"a\\"}"#,
+            ),
+            (r#"{"s":":null"}"#, r#"{"s":":null"}"#),
+        ];
+        for (json, want) in cases {
+            let got = drop_null_members(json);
+            assert_eq!(got, want, "{json}");
+            let v: serde_json::Value = serde_json::from_str(&got).unwrap();
+            let mut full: serde_json::Value = serde_json::from_str(json).unwrap();
+            fn strip(v: &mut serde_json::Value) {
+                match v {
+                    Value::Object(m) => {
+                        m.retain(|_, x| !x.is_null());
+                        m.values_mut().for_each(strip);
+                    }
+                    Value::Array(a) => a.iter_mut().for_each(strip),
+                    _ => {}
+                }
+            }
+            strip(&mut full);
+            assert_eq!(v, full, "{json}");
         }
     }
 
