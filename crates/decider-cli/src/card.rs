@@ -124,9 +124,14 @@ pub fn model_card(a: &Artifact, curve_file: &str, extra: &str) -> String {
     } else {
         format!("early-stopped at {} rounds", t["rounds"])
     };
+    let base = match t["params"]["base"].as_str() {
+        Some("linear") => " on a linear base (a softmax regression on the 16 features)",
+        Some("network") => " on a network base (a softmax regression and 16 tanh units)",
+        _ => "",
+    };
     let _ = writeln!(
         s,
-        "| model family | multi-output gradient-boosted trees (softmax); {stopped}{refit}; {} trees shipped |",
+        "| model family | multi-output gradient-boosted trees (softmax){base}; {stopped}{refit}; {} trees shipped |",
         t["trees"]
     );
     let _ = writeln!(

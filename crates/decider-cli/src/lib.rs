@@ -24,6 +24,7 @@
 use std::path::Path;
 use thiserror::Error;
 
+pub mod base;
 pub mod card;
 pub mod dataset;
 pub mod from_logs;

@@ -5,7 +5,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use decider_cli::card;
 use decider_cli::dataset;
-use decider_cli::gbdt::GbdtParams;
+use decider_cli::gbdt::{Base, GbdtParams};
 use decider_cli::loadtest;
 use decider_cli::metrics::{evaluate, Evaluation};
 use decider_cli::report::join::SuccessRule;
@@ -113,6 +113,13 @@ struct TrainArgs {
     /// Minimum rows per leaf.
     #[arg(long, default_value_t = GbdtParams::default().min_samples_leaf)]
     min_samples_leaf: usize,
+    /// What the trees boost from: the class priors; a softmax regression on the features
+    /// (`linear`); or that and 16 tanh units (`network`). For policies whose boundaries mix
+    /// features (a score per cluster from load, queue depth and hour, say), which trees
+    /// alone draw as staircases that stop where the training data stops. The artifact
+    /// gains `model.linear` (and `model.hidden`).
+    #[arg(long, value_enum, default_value_t = Base::Priors)]
+    base: Base,
     /// Keep the model fitted on the training split instead of refitting on all rows of --data.
     #[arg(long)]
     no_refit: bool,
@@ -259,6 +266,7 @@ fn cmd_train(a: TrainArgs) -> Result<()> {
             max_rounds: a.max_rounds,
             max_leaves: a.max_leaves,
             min_samples_leaf: a.min_samples_leaf,
+            base: a.base,
             ..GbdtParams::default()
         },
         refit: !a.no_refit,

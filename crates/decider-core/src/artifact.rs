@@ -42,6 +42,19 @@ pub struct Ensemble {
     pub kind: String,
     /// Initial margin per action.
     pub base_score: Vec<f64>,
+    /// A linear base, when the model was trained with one: before the trees, the margin of
+    /// action `k` gains `x[f] * linear[f][k]` for every feature `f`, in feature order. One
+    /// row per feature. Trees cut the feature space parallel to its axes, so a boundary
+    /// that mixes features (load against queue depth, say) costs them a staircase of
+    /// splits; a linear base draws it in one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linear: Option<Vec<[f64; NUM_ACTIONS]>>,
+    /// A hidden layer, when the model was trained with a network base: after the linear
+    /// base, the margin of action `k` gains `tanh(weights[j] · x + bias[j]) * output[j][k]`
+    /// for every unit `j`, in unit order. It bends the boundaries a linear base draws
+    /// straight (a reject that overrides the clusters' scores, say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<Hidden>,
     /// Trees; each leaf adds one value to the margin of every action.
     pub trees: Vec<Tree>,
 }
@@ -63,6 +76,56 @@ pub struct Tree {
     pub right: Vec<u32>,
     /// Leaf values per node, one per action in action order (zeros for internal nodes).
     pub value: Vec<[f64; NUM_ACTIONS]>,
+}
+
+/// A layer of tanh units over the features (see [`Ensemble::hidden`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hidden {
+    /// Per unit: its weight on each feature.
+    pub weights: Vec<[f64; crate::features::FEATURE_DIM]>,
+    /// Per unit: its bias.
+    pub bias: Vec<f64>,
+    /// Per unit: what its activation adds to each action's margin.
+    pub output: Vec<[f64; NUM_ACTIONS]>,
+}
+
+impl Hidden {
+    /// Adds the layer's contribution to margins `m` (in unit order). Not inlined, like
+    /// [`crate::model::add_linear`].
+    #[inline(never)]
+    pub fn add(&self, m: &mut [f64; NUM_ACTIONS], x: &Features) {
+        for ((w, b), out) in self.weights.iter().zip(&self.bias).zip(&self.output) {
+            let z = w.iter().zip(x).fold(*b, |acc, (wf, xf)| acc + wf * xf);
+            let h = z.tanh();
+            m.iter_mut().zip(out).for_each(|(a, o)| *a += h * o);
+        }
+    }
+}
+
+impl Ensemble {
+    /// The margins of `x` as defined above, in f64: base score, linear base, hidden layer,
+    /// trees, in that order. The reference the trainer and the reward models compute with (the served
+    /// model walks a faster layout, with leaves as the compact form stores them).
+    ///
+    /// # Panics
+    /// On an ensemble that does not validate, as [`Tree::leaf`].
+    pub fn margins(&self, x: &Features) -> [f64; NUM_ACTIONS] {
+        let mut m = [0.0; NUM_ACTIONS];
+        m.iter_mut()
+            .zip(&self.base_score)
+            .for_each(|(a, b)| *a = *b);
+        if let Some(rows) = &self.linear {
+            crate::model::add_linear(&mut m, rows, x);
+        }
+        if let Some(h) = &self.hidden {
+            h.add(&mut m, x);
+        }
+        for t in &self.trees {
+            m.iter_mut().zip(t.leaf(x)).for_each(|(a, b)| *a += b);
+        }
+        m
+    }
 }
 
 impl Tree {

@@ -23,6 +23,9 @@
 //!   actions: count u8, then str8 each,
 //!   temperature f64, threshold f64, feature_ranges 6 × [min f64, max f64] (field order),
 //!   base_score: count u8, then f64 each,
+//!   linear: rows u8 (0: none, else feature_dim), then per row one f64 per action,
+//!   hidden: units u8 (0: none), then per unit feature_dim weights, bias, one output per
+//!     action (f64 each),
 //!   leaf width u8 (4: f32, 8: f64),
 //!   thresholds: count u32, then f64 each (sorted, distinct),
 //!   trees: count u32, then per tree:
@@ -36,15 +39,16 @@
 //! as the JSON artifact writes them.
 
 use crate::actions::NUM_ACTIONS;
+use crate::features::FEATURE_DIM;
 use crate::model::{
     parse_json, validate, Artifact, ArtifactError, Calibration, CalibrationMethod, Ensemble,
-    FeatureRanges, Model, Tree,
+    FeatureRanges, Hidden, Model, Tree,
 };
 
 /// First bytes of every compact model.
 pub const MAGIC: [u8; 4] = *b"EDMC";
 /// Version of the layout written by [`compile_artifact`] and read by [`Model::from_compact`].
-pub const LAYOUT_VERSION: u16 = 1;
+pub const LAYOUT_VERSION: u16 = 2;
 /// Feature byte of a leaf.
 const LEAF: u8 = 255;
 /// Status byte: a model follows.
@@ -118,6 +122,24 @@ pub fn compile_artifact(a: &Artifact) -> Result<Vec<u8>, ArtifactError> {
     w.push(a.model.base_score.len() as u8);
     for v in &a.model.base_score {
         w.extend_from_slice(&v.to_le_bytes());
+    }
+    // Validated: none, or one row per feature.
+    let rows = a.model.linear.as_deref().unwrap_or_default();
+    w.push(rows.len() as u8);
+    for v in rows.iter().flatten() {
+        w.extend_from_slice(&v.to_le_bytes());
+    }
+    // Validated: 1 to MAX_HIDDEN units, each with its bias and output row.
+    match &a.model.hidden {
+        None => w.push(0),
+        Some(h) => {
+            w.push(h.weights.len() as u8);
+            for ((ws, b), out) in h.weights.iter().zip(&h.bias).zip(&h.output) {
+                for v in ws.iter().chain([b]).chain(out) {
+                    w.extend_from_slice(&v.to_le_bytes());
+                }
+            }
+        }
     }
     w.push(if f32_leaves { 4 } else { 8 });
     w.extend_from_slice(&(thresholds.len() as u32).to_le_bytes());
@@ -232,6 +254,44 @@ pub fn decode(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
         hour: range()?,
     };
     let base_score = (0..r.u8()?).map(|_| r.f64()).collect::<Result<_, _>>()?;
+    let linear = match r.u8()? {
+        0 => None,
+        rows => Some(
+            (0..rows)
+                .map(|_| -> Result<[f64; NUM_ACTIONS], ArtifactError> {
+                    let mut row = [0.0; NUM_ACTIONS];
+                    for v in &mut row {
+                        *v = r.f64()?;
+                    }
+                    Ok(row)
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+    };
+    let hidden = match usize::from(r.u8()?) {
+        0 => None,
+        units => {
+            let mut h = Hidden {
+                weights: Vec::with_capacity(units),
+                bias: Vec::with_capacity(units),
+                output: Vec::with_capacity(units),
+            };
+            for _ in 0..units {
+                let mut w = [0.0; FEATURE_DIM];
+                for v in &mut w {
+                    *v = r.f64()?;
+                }
+                h.weights.push(w);
+                h.bias.push(r.f64()?);
+                let mut o = [0.0; NUM_ACTIONS];
+                for v in &mut o {
+                    *v = r.f64()?;
+                }
+                h.output.push(o);
+            }
+            Some(h)
+        }
+    };
     let width = r.u8()?;
     if width != 4 && width != 8 {
         return Err(ArtifactError::Compact(format!(
@@ -255,6 +315,8 @@ pub fn decode(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
         model: Ensemble {
             kind: "gbdt".into(),
             base_score,
+            linear,
+            hidden,
             trees,
         },
         calibration: Calibration {
@@ -502,6 +564,45 @@ mod tests {
     }
 
     #[test]
+    fn a_network_base_round_trips_exactly() {
+        let mut a = parse_json(TINY_ARTIFACT).unwrap();
+        let rows: Vec<[f64; NUM_ACTIONS]> = (0..crate::FEATURE_DIM)
+            .map(|f| std::array::from_fn(|k| (f as f64 + 0.1) * (k as f64 - 1.7) / 3.0))
+            .collect();
+        a.model.linear = Some(rows.clone());
+        let hidden = Hidden {
+            weights: (0..3)
+                .map(|j| std::array::from_fn(|f| (j * 16 + f) as f64 / 7.0 - 3.3))
+                .collect(),
+            bias: vec![0.25, -1.5, 1e-9],
+            output: (0..3)
+                .map(|j| std::array::from_fn(|k| (j + k) as f64 * 0.6 - 1.1))
+                .collect(),
+        };
+        a.model.hidden = Some(hidden.clone());
+        let bytes = compile_artifact(&a).unwrap();
+        let back = decode(&bytes).unwrap();
+        assert_eq!(back.model.linear, Some(rows));
+        assert_eq!(back.model.hidden, Some(hidden));
+        // Cut short: refused as truncated, not misread.
+        let at = bytes.len() - 100;
+        let e = Model::from_compact(&bytes[..at]).unwrap_err();
+        assert!(e.to_string().contains("truncated"), "{e}");
+        // A row count other than none or one per feature is the artifact's shape error, as
+        // is a unit without its bias.
+        let mut b = a.clone();
+        b.model.linear = Some(vec![[0.0; NUM_ACTIONS]; 2]);
+        assert!(compile_artifact(&b).is_err());
+        a.model.hidden.as_mut().unwrap().bias.pop();
+        let e = compile_artifact(&a).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("model.hidden has 3 weight rows, 2 biases"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn other_magic_layout_status_or_leaf_width_is_refused() {
         let (_, bytes) = tiny();
         let e = Model::from_compact(&patched(&bytes, b"EDMC", b"EDMX")).unwrap_err();
@@ -509,17 +610,18 @@ mod tests {
         let e = Model::from_compact(TINY_ARTIFACT.as_bytes()).unwrap_err();
         assert!(e.to_string().contains("magic"), "{e}");
         let e =
-            Model::from_compact(&patched(&bytes, b"EDMC\x01\x00", b"EDMC\x02\x00")).unwrap_err();
+            Model::from_compact(&patched(&bytes, b"EDMC\x02\x00", b"EDMC\x01\x00")).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "compact model is not valid: layout version is 2, this build reads 1"
+            "compact model is not valid: layout version is 1, this build reads 2"
         );
-        let e = Model::from_compact(&patched(&bytes, b"EDMC\x01\x00\x00", b"EDMC\x01\x00\x07"))
+        let e = Model::from_compact(&patched(&bytes, b"EDMC\x02\x00\x00", b"EDMC\x02\x00\x07"))
             .unwrap_err();
         assert!(e.to_string().contains("status byte is 7"), "{e}");
-        // The leaf width byte follows the fourth base score (all 0.0 in the tiny artifact).
-        let width = [[0u8; 8].as_slice(), &[4]].concat();
-        let bad = [[0u8; 8].as_slice(), &[5]].concat();
+        // The leaf width byte follows the fourth base score (all 0.0 in the tiny artifact),
+        // the linear base's row count and the hidden layer's unit count (0: none).
+        let width = [[0u8; 8].as_slice(), &[0, 0, 4]].concat();
+        let bad = [[0u8; 8].as_slice(), &[0, 0, 5]].concat();
         let e = Model::from_compact(&patched(&bytes, &width, &bad)).unwrap_err();
         assert!(e.to_string().contains("leaf width is 5"), "{e}");
     }

@@ -15,11 +15,14 @@ use crate::features::{Features, ENCODER_VERSION, FEATURE_DIM};
 use thiserror::Error;
 
 pub use crate::artifact::{
-    Artifact, Calibration, CalibrationMethod, Ensemble, FeatureRanges, Tree,
+    Artifact, Calibration, CalibrationMethod, Ensemble, FeatureRanges, Hidden, Tree,
 };
 
 /// Version of the artifact layout understood by this build.
 pub const FORMAT_VERSION: u32 = 1;
+
+/// Most units a hidden layer may have (the compact form counts them in a byte).
+pub const MAX_HIDDEN: usize = 255;
 
 /// A probability per action, in [`ACTIONS`] order.
 pub type Probabilities = [f64; NUM_ACTIONS];
@@ -129,6 +132,10 @@ pub struct Model {
     ranges: FeatureRanges,
     /// The artifact's base scores.
     base_score: [f64; NUM_ACTIONS],
+    /// The artifact's linear base, one row per feature.
+    linear: Option<Box<[[f64; NUM_ACTIONS]; FEATURE_DIM]>>,
+    /// The artifact's hidden layer.
+    hidden: Option<Hidden>,
     /// All trees' nodes, flattened.
     nodes: Vec<Node>,
     /// Per node: its leaf values for leaves, zeros for splits. Indexed by node, so that a
@@ -220,6 +227,47 @@ impl Model {
         for (k, v) in a.model.base_score.iter().enumerate() {
             finite(*v, &format!("model.base_score[{k}]"))?;
         }
+        let linear = match &a.model.linear {
+            None => None,
+            Some(rows) => {
+                let rows: &[[f64; NUM_ACTIONS]; FEATURE_DIM] =
+                    rows.as_slice().try_into().map_err(|_| {
+                        ArtifactError::Shape(format!(
+                            "model.linear has {} rows, expected one per feature ({FEATURE_DIM})",
+                            rows.len()
+                        ))
+                    })?;
+                for (f, row) in rows.iter().enumerate() {
+                    for (k, v) in row.iter().enumerate() {
+                        finite(*v, &format!("model.linear[{f}][{k}]"))?;
+                    }
+                }
+                Some(Box::new(*rows))
+            }
+        };
+        if let Some(h) = &a.model.hidden {
+            let units = h.weights.len();
+            if !(1..=MAX_HIDDEN).contains(&units)
+                || h.bias.len() != units
+                || h.output.len() != units
+            {
+                return Err(ArtifactError::Shape(format!(
+                    "model.hidden has {units} weight rows, {} biases and {} output rows; \
+                     expected the same number, 1 to {MAX_HIDDEN}",
+                    h.bias.len(),
+                    h.output.len()
+                )));
+            }
+            for j in 0..units {
+                for (f, v) in h.weights[j].iter().enumerate() {
+                    finite(*v, &format!("model.hidden.weights[{j}][{f}]"))?;
+                }
+                finite(h.bias[j], &format!("model.hidden.bias[{j}]"))?;
+                for (k, v) in h.output[j].iter().enumerate() {
+                    finite(*v, &format!("model.hidden.output[{j}][{k}]"))?;
+                }
+            }
+        }
         let mut nodes = Vec::new();
         let mut leaves = Vec::new();
         let mut roots = Vec::with_capacity(a.model.trees.len());
@@ -248,6 +296,14 @@ impl Model {
         // order (rounding is monotonic, so the real margin never exceeds this bound). A
         // finite bound means inference never overflows to inf and softmax never yields NaN.
         let mut bound: [f64; NUM_ACTIONS] = std::array::from_fn(|c| a.model.base_score[c].abs());
+        // Every encoded feature is in [-1, 1] and every tanh too, so the linear base and
+        // the hidden layer add at most their |output weights|.
+        let outputs = a.model.hidden.iter().flat_map(|h| h.output.iter());
+        for row in linear.iter().flat_map(|rows| rows.iter()).chain(outputs) {
+            for (b, w) in bound.iter_mut().zip(row) {
+                *b += w.abs();
+            }
+        }
         for t in &a.model.trees {
             for (k, b) in bound.iter_mut().enumerate() {
                 let biggest = t
@@ -261,7 +317,7 @@ impl Model {
         }
         if let Some(c) = bound.iter().position(|b| !b.is_finite()) {
             return Err(ArtifactError::NonFinite(format!(
-                "the margin of {} (base_score plus leaf values overflow f64)",
+                "the margin of {} (base_score, linear weights and leaf values overflow f64)",
                 ACTIONS[c]
             )));
         }
@@ -271,6 +327,8 @@ impl Model {
             temperature: t,
             ranges: a.feature_ranges,
             base_score: std::array::from_fn(|k| a.model.base_score[k]),
+            linear,
+            hidden: a.model.hidden.clone(),
             nodes,
             leaves,
             roots,
@@ -301,6 +359,12 @@ impl Model {
     /// Raw (uncalibrated) margins per action.
     pub fn margins(&self, x: &Features) -> [f64; NUM_ACTIONS] {
         let mut m = self.base_score;
+        if let Some(rows) = &self.linear {
+            add_linear(&mut m, rows.as_slice(), x);
+        }
+        if let Some(h) = &self.hidden {
+            h.add(&mut m, x);
+        }
         let mut xs = [0.0; PADDED];
         xs[..FEATURE_DIM].copy_from_slice(x);
         for g in &self.groups {
@@ -349,6 +413,16 @@ impl Model {
     /// The most probable action and its calibrated probability.
     pub fn top(&self, x: &Features) -> (Action, f64) {
         argmax(&self.predict(x))
+    }
+}
+
+/// Adds a linear base to margins `m`: `x[f] * rows[f][k]` to action `k`, in feature order
+/// (the order that defines the model's numbers). Not inlined: most models have no linear
+/// base, and the served wasm should not carry a copy per caller of [`Model::margins`].
+#[inline(never)]
+pub fn add_linear(m: &mut [f64; NUM_ACTIONS], rows: &[[f64; NUM_ACTIONS]], x: &Features) {
+    for (xf, row) in x.iter().zip(rows) {
+        m.iter_mut().zip(row).for_each(|(a, w)| *a += xf * w);
     }
 }
 
@@ -527,6 +601,12 @@ pub mod tests_support {
         let served = |v: f64| if f32_leaves { f64::from(v as f32) } else { v };
         let mut m = [0.0; NUM_ACTIONS];
         m.copy_from_slice(&a.model.base_score);
+        if let Some(rows) = &a.model.linear {
+            super::add_linear(&mut m, rows, x);
+        }
+        if let Some(h) = &a.model.hidden {
+            h.add(&mut m, x);
+        }
         for t in &a.model.trees {
             m.iter_mut()
                 .zip(t.leaf(x))
@@ -632,6 +712,10 @@ mod tests {
                     v["model"]["trees"][1]["value"][1] = serde_json::json!([1.0, 2.0, 3.0])
                 }),
             ),
+            (
+                "one per feature",
+                Box::new(|v| v["model"]["linear"] = serde_json::json!(vec![[0.0; NUM_ACTIONS]; 3])),
+            ),
             ("feature_dim", Box::new(|v| v["feature_dim"] = 15.into())),
             ("threshold", Box::new(|v| v["threshold"] = 1.5.into())),
             (
@@ -657,6 +741,52 @@ mod tests {
             Model::from_json(&text),
             Err(ArtifactError::NonFinite(_))
         ));
+        let mut rows = serde_json::json!(vec![[0.0; NUM_ACTIONS]; FEATURE_DIM]);
+        rows[3][1] = 1e300.into();
+        let e = Model::from_json(&edit(|v| v["model"]["linear"] = rows.clone())).unwrap();
+        assert!(e.margins(&[0.0; FEATURE_DIM]).iter().all(|m| m.is_finite()));
+        let text = edit(|v| v["model"]["linear"] = rows).replace("1e+300", "1e999");
+        assert!(
+            matches!(Model::from_json(&text), Err(ArtifactError::NonFinite(_))),
+            "{text}"
+        );
+    }
+
+    /// TINY_ARTIFACT with a linear base and a hidden layer whose weights mix every feature
+    /// into every action.
+    fn tiny_network() -> String {
+        edit(|v| {
+            let rows: Vec<[f64; NUM_ACTIONS]> = (0..FEATURE_DIM)
+                .map(|f| std::array::from_fn(|k| ((f * 7 + k * 3) % 11) as f64 / 5.0 - 1.0))
+                .collect();
+            v["model"]["linear"] = serde_json::json!(rows);
+            let weights: Vec<[f64; FEATURE_DIM]> = (0..5)
+                .map(|j| std::array::from_fn(|f| ((j * 5 + f * 3) % 7) as f64 / 2.0 - 1.5))
+                .collect();
+            v["model"]["hidden"] = serde_json::json!({
+                "weights": weights,
+                "bias": [0.1, -0.2, 0.3, -0.4, 0.5],
+                "output": [[1.0, -1.0, 0.5, 0.0], [0.3, 0.3, -2.0, 1.0], [0.0, 0.0, 0.0, 4.0],
+                           [-1.5, 2.5, 0.0, 0.1], [0.7, -0.7, 0.7, -0.7]],
+            });
+        })
+    }
+
+    #[test]
+    fn a_hidden_layer_is_checked() {
+        let e = Model::from_json(&edit(|v| {
+            v["model"]["hidden"] = serde_json::json!({"weights": [], "bias": [], "output": []});
+        }))
+        .unwrap_err();
+        assert!(e.to_string().contains("1 to 255"), "{e}");
+        let text = tiny_network().replace("-0.4", "1e999");
+        assert!(matches!(
+            Model::from_json(&text),
+            Err(ArtifactError::NonFinite(_))
+        ));
+        // A network's margins stay finite whatever the input: |tanh| <= 1.
+        let m = Model::from_json(&tiny_network()).unwrap();
+        assert!(m.margins(&[1.0; FEATURE_DIM]).iter().all(|v| v.is_finite()));
     }
 
     #[test]
@@ -666,7 +796,8 @@ mod tests {
             "/../../model/decision-model.json"
         );
         let shipped = std::fs::read_to_string(path).unwrap();
-        for text in [TINY_ARTIFACT, shipped.as_str()] {
+        let network = tiny_network();
+        for text in [TINY_ARTIFACT, shipped.as_str(), network.as_str()] {
             let m = Model::from_json(text).unwrap();
             let a = parse_json(text).unwrap();
             let mut seed = 0x2545_f491_4f6c_dd1du64;
@@ -687,6 +818,10 @@ mod tests {
                 };
                 let mut x = encode(&s);
                 assert_eq!(m.margins(&x), reference_margins(&a, &x));
+                if a.model.linear.is_some() {
+                    // A network base has no NaN rule (the encoder never writes NaN).
+                    continue;
+                }
                 // NaN goes right in both (never from a validated state, but defined).
                 x[(next() * FEATURE_DIM as f64) as usize] = f64::NAN;
                 assert_eq!(m.margins(&x), reference_margins(&a, &x));

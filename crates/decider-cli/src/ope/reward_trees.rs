@@ -31,6 +31,7 @@ fn params() -> GbdtParams {
         l2: 1.0,
         patience: 15,
         max_bins: 255,
+        base: gbdt::Base::Priors,
     }
 }
 
@@ -56,13 +57,7 @@ pub fn fit(rows: &[&Sample], seed: u64) -> Ensemble {
 
 /// Predicted probability of reward 1.
 pub fn predict(e: &Ensemble, x: &Features) -> f64 {
-    let mut m = [0.0; decider_core::NUM_ACTIONS];
-    m.copy_from_slice(&e.base_score);
-    for t in &e.trees {
-        let v = t.leaf(x);
-        m.iter_mut().zip(v).for_each(|(a, b)| *a += b);
-    }
-    let p = softmax(&m, 1.0);
+    let p = softmax(&e.margins(x), 1.0);
     let s = p[0] + p[1];
     if s > 0.0 {
         p[1] / s
