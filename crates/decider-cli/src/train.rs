@@ -162,10 +162,12 @@ pub fn train(
         feature_ranges: ranges,
         training: json!({}),
     };
-    // Margins through the serving code path (decider-core), not a trainer-side copy.
-    let raw = Model::from_artifact(artifact.clone())
+    // The artifact's own margins (decider-core's definition, f64), not the served layout's:
+    // the artifact is then a function of the data and the seed alone, whatever the compact
+    // form does with its leaves (f32 rounding moves a margin by about 1e-7 relative).
+    Model::from_artifact(artifact.clone())
         .map_err(|e| format!("trained model failed validation: {e}"))?;
-    let margins: Vec<[f64; NUM_ACTIONS]> = vx.iter().map(|r| raw.margins(r)).collect();
+    let margins: Vec<[f64; NUM_ACTIONS]> = vx.iter().map(|r| artifact.model.margins(r)).collect();
     let temperature = fit_temperature(&margins, &vy);
     let conf_at = |t: f64| -> (Vec<f64>, Vec<bool>) {
         margins

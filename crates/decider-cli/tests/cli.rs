@@ -75,6 +75,47 @@ fn simulate_is_deterministic_per_seed() {
     assert_eq!(String::from_utf8(read(&a)).unwrap().lines().count(), 200);
 }
 
+/// Regression: after the served model moved to f32 leaves, calibrating on its margins made
+/// `make model` write a different temperature and model version than the shipped file.
+#[test]
+fn make_model_trains_the_shipped_artifact_byte_for_byte() {
+    // The commands of model/regenerate.sh.
+    let data = tmp("shipped-train.jsonl");
+    let o = decider(&[
+        "simulate",
+        "--rows",
+        "40000",
+        "--seed",
+        "20261130",
+        "--out",
+        s(&data),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = tmp("shipped.json");
+    let o = decider(&[
+        "train",
+        "--data",
+        s(&data),
+        "--seed",
+        "42",
+        "--learning-rate",
+        "0.3",
+        "--max-leaves",
+        "127",
+        "--max-rounds",
+        "16",
+        "--out",
+        s(&out),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../model/decision-model.json");
+    assert!(
+        std::fs::read(&out).unwrap() == std::fs::read(shipped).unwrap(),
+        "model/regenerate.sh no longer writes model/decision-model.json"
+    );
+}
+
 #[test]
 fn train_twice_gives_byte_identical_artifacts_card_and_curve() {
     let data = tmp("det.jsonl");
