@@ -4,15 +4,74 @@
 //! re-exported from [`crate::model`], which validates an artifact and serves it.
 
 use crate::actions::NUM_ACTIONS;
-use crate::features::Features;
+use crate::features::{Features, ENCODER_VERSION};
 use crate::state::State;
 use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Version of the artifact layout understood by this build.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Most units a hidden layer may have (the compact form counts them in a byte).
+pub const MAX_HIDDEN: usize = 255;
+
+/// Why an artifact was refused.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum ArtifactError {
+    /// Not parseable as an artifact (bad JSON, missing key, wrong type).
+    #[error("artifact is not valid: {0}")]
+    Json(String),
+    /// A number that does not fit an f64 (JSON has no NaN; `1e999` is how infinity sneaks in).
+    #[error("artifact holds a non-finite number at {0}")]
+    NonFinite(String),
+    /// Another artifact layout.
+    #[error("artifact format_version is {got}, this build reads {FORMAT_VERSION}")]
+    FormatVersion {
+        /// Version found.
+        got: u32,
+    },
+    /// The action list differs from [`crate::actions::ACTIONS`].
+    #[error("artifact action list {got:?} differs from this build's actions {expected:?} (order matters)")]
+    Actions {
+        /// Actions found in the artifact.
+        got: Vec<String>,
+        /// This build's actions.
+        expected: Vec<String>,
+    },
+    /// The encoder version differs from [`ENCODER_VERSION`].
+    #[error(
+        "artifact encoder_version is {got}, this build's encoder is version {ENCODER_VERSION}"
+    )]
+    EncoderVersion {
+        /// Version found.
+        got: u32,
+    },
+    /// Shapes or indices are inconsistent.
+    #[error("artifact shape error: {0}")]
+    Shape(String),
+    /// Bytes that are not a compact model of this build's layout (see [`crate::compact`]).
+    #[error("compact model is not valid: {0}")]
+    Compact(String),
+    /// A compact form that carries the build-time refusal of its artifact, and why.
+    #[error("{0}")]
+    Refused(String),
+    /// A calibration or threshold value out of its range.
+    #[error("artifact {field} must be {range}, got {got}")]
+    Range {
+        /// Field name.
+        field: &'static str,
+        /// Valid range.
+        range: &'static str,
+        /// Value found.
+        got: f64,
+    },
+}
 
 /// The serialised artifact. Field order here is the order in the file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Artifact {
-    /// Artifact layout version ([`crate::model::FORMAT_VERSION`]).
+    /// Artifact layout version ([`FORMAT_VERSION`]).
     pub format_version: u32,
     /// Identifies the trained model; logged with every decision.
     pub model_version: String,
@@ -78,6 +137,16 @@ pub struct Tree {
     pub value: Vec<[f64; NUM_ACTIONS]>,
 }
 
+/// Adds a linear base to margins `m`: `x[f] * rows[f][k]` to action `k`, in feature order
+/// (the order that defines the model's numbers). Not inlined: most models have no linear
+/// base, and the served wasm should not carry a copy per caller of `Model::margins`.
+#[inline(never)]
+pub fn add_linear(m: &mut [f64; NUM_ACTIONS], rows: &[[f64; NUM_ACTIONS]], x: &Features) {
+    for (xf, row) in x.iter().zip(rows) {
+        m.iter_mut().zip(row).for_each(|(a, w)| *a += xf * w);
+    }
+}
+
 /// A layer of tanh units over the features (see [`Ensemble::hidden`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -92,7 +161,7 @@ pub struct Hidden {
 
 impl Hidden {
     /// Adds the layer's contribution to margins `m` (in unit order). Not inlined, like
-    /// [`crate::model::add_linear`].
+    /// [`add_linear`].
     #[inline(never)]
     pub fn add(&self, m: &mut [f64; NUM_ACTIONS], x: &Features) {
         for ((w, b), out) in self.weights.iter().zip(&self.bias).zip(&self.output) {
@@ -116,7 +185,7 @@ impl Ensemble {
             .zip(&self.base_score)
             .for_each(|(a, b)| *a = *b);
         if let Some(rows) = &self.linear {
-            crate::model::add_linear(&mut m, rows, x);
+            add_linear(&mut m, rows, x);
         }
         if let Some(h) = &self.hidden {
             h.add(&mut m, x);

@@ -12,72 +12,14 @@
 
 use crate::actions::{Action, ACTIONS, NUM_ACTIONS};
 use crate::features::{Features, ENCODER_VERSION, FEATURE_DIM};
-use thiserror::Error;
 
 pub use crate::artifact::{
-    Artifact, Calibration, CalibrationMethod, Ensemble, FeatureRanges, Hidden, Tree,
+    add_linear, Artifact, ArtifactError, Calibration, CalibrationMethod, Ensemble, FeatureRanges,
+    Hidden, Tree, FORMAT_VERSION, MAX_HIDDEN,
 };
-
-/// Version of the artifact layout understood by this build.
-pub const FORMAT_VERSION: u32 = 1;
-
-/// Most units a hidden layer may have (the compact form counts them in a byte).
-pub const MAX_HIDDEN: usize = 255;
 
 /// A probability per action, in [`ACTIONS`] order.
 pub type Probabilities = [f64; NUM_ACTIONS];
-
-/// Why an artifact was refused.
-#[derive(Debug, Clone, PartialEq, Error)]
-pub enum ArtifactError {
-    /// Not parseable as an artifact (bad JSON, missing key, wrong type).
-    #[error("artifact is not valid: {0}")]
-    Json(String),
-    /// A number that does not fit an f64 (JSON has no NaN; `1e999` is how infinity sneaks in).
-    #[error("artifact holds a non-finite number at {0}")]
-    NonFinite(String),
-    /// Another artifact layout.
-    #[error("artifact format_version is {got}, this build reads {FORMAT_VERSION}")]
-    FormatVersion {
-        /// Version found.
-        got: u32,
-    },
-    /// The action list differs from [`ACTIONS`].
-    #[error("artifact action list {got:?} differs from this build's actions {expected:?} (order matters)")]
-    Actions {
-        /// Actions found in the artifact.
-        got: Vec<String>,
-        /// This build's actions.
-        expected: Vec<String>,
-    },
-    /// The encoder version differs from [`ENCODER_VERSION`].
-    #[error(
-        "artifact encoder_version is {got}, this build's encoder is version {ENCODER_VERSION}"
-    )]
-    EncoderVersion {
-        /// Version found.
-        got: u32,
-    },
-    /// Shapes or indices are inconsistent.
-    #[error("artifact shape error: {0}")]
-    Shape(String),
-    /// Bytes that are not a compact model of this build's layout (see [`crate::compact`]).
-    #[error("compact model is not valid: {0}")]
-    Compact(String),
-    /// A compact form that carries the build-time refusal of its artifact, and why.
-    #[error("{0}")]
-    Refused(String),
-    /// A calibration or threshold value out of its range.
-    #[error("artifact {field} must be {range}, got {got}")]
-    Range {
-        /// Field name.
-        field: &'static str,
-        /// Valid range.
-        range: &'static str,
-        /// Value found.
-        got: f64,
-    },
-}
 
 /// Flattened tree node for fast traversal.
 #[derive(Debug, Clone, Copy)]
@@ -413,16 +355,6 @@ impl Model {
     /// The most probable action and its calibrated probability.
     pub fn top(&self, x: &Features) -> (Action, f64) {
         argmax(&self.predict(x))
-    }
-}
-
-/// Adds a linear base to margins `m`: `x[f] * rows[f][k]` to action `k`, in feature order
-/// (the order that defines the model's numbers). Not inlined: most models have no linear
-/// base, and the served wasm should not carry a copy per caller of [`Model::margins`].
-#[inline(never)]
-pub fn add_linear(m: &mut [f64; NUM_ACTIONS], rows: &[[f64; NUM_ACTIONS]], x: &Features) {
-    for (xf, row) in x.iter().zip(rows) {
-        m.iter_mut().zip(row).for_each(|(a, w)| *a += xf * w);
     }
 }
 
