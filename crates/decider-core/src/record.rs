@@ -311,15 +311,19 @@ pub fn clip_to(s: &str, max: usize) -> String {
 impl DecisionRecord {
     /// The record as its log line, `{"event":"decision",…}`, at most [`MAX_LINE_BYTES`].
     ///
-    /// A longer record (a failover with every optional part present) is written compact:
-    /// without `probabilities` and `confidence` (the embedded model's are recomputed exactly
-    /// from `state` and `model_version`) and without its null fields, which readers take as
-    /// null. Should that not fit, its free text (the detail, the signals detail, the request
-    /// id, the request's method, country and continent, the rule) is cut, longest first,
-    /// until it does. The state, action, propensity and outcome a learner needs are never
-    /// cut.
+    /// A longer record (a failover, shadow mode's second action) is written without its
+    /// null fields, which readers take as null. Should that not fit, it goes without
+    /// `probabilities` and `confidence` too (the embedded model's are recomputed exactly
+    /// from `state` and `model_version`), and then with its free text (the detail, the
+    /// signals detail, the request id, the request's method, country and continent, the
+    /// rule) cut to the longest common length that fits. The state, action, propensity and
+    /// outcome a learner needs are never cut.
     pub fn to_line(&self) -> String {
         let line = tagged(serde_json::to_string(self));
+        if line.len() <= MAX_LINE_BYTES {
+            return line;
+        }
+        let line = self.compact_line();
         if line.len() <= MAX_LINE_BYTES {
             return line;
         }
@@ -646,13 +650,18 @@ mod tests {
     /// A routed request that failed over, as the Worker logs one on Cloudflare: a real
     /// `cf-ray`, the origin's status in the detail, client-sent state with every digit.
     #[test]
-    fn a_failover_record_fits_and_keeps_everything_but_the_probabilities() {
+    fn a_failover_record_fits_and_keeps_what_it_can() {
         let mut r = decision();
         r.request_id = Some("8e9f6a1b2c3d4e5f-IAD".into());
-        r.state.current_load = 0.123_456_789_012_345_68;
-        r.state.recent_success_rate = 0.987_654_321_098_765_4;
         r.model_version = Some("gbdt-fe6ed1b269ed".into());
         r.rules_version = Some("default-2026-11-30".into());
+        r.confidence = Some(0.995_982_948_435_956_8);
+        r.probabilities = Some(ProbabilityMap::from([
+            0.000_267_199_841_957_513_67,
+            0.995_982_948_435_956_8,
+            0.000_335_775_769_566_976_7,
+            0.003_414_075_952_518_529_3,
+        ]));
         r.detail = Some("route_b answered 503".into());
         r.request = Some(RequestInfo {
             method: "POST".into(),
@@ -661,16 +670,24 @@ mod tests {
             signals_age_s: Some(0.024),
             signals_detail: None,
         });
-        r.outcome.as_mut().unwrap().origin_down = Some(Action::RouteA);
-        let line = r.to_line();
-        assert!(line.len() <= MAX_LINE_BYTES, "{} bytes: {line}", line.len());
-        let Record::Decision(back) = serde_json::from_str::<Record>(&line).unwrap() else {
-            panic!("not a decision: {line}");
+        let read = |r: &DecisionRecord| {
+            let line = r.to_line();
+            assert!(line.len() <= MAX_LINE_BYTES, "{} bytes: {line}", line.len());
+            assert!(!line.contains("null"), "written compact: {line}");
+            let Record::Decision(back) = serde_json::from_str::<Record>(&line).unwrap() else {
+                panic!("not a decision: {line}");
+            };
+            back
         };
-        assert_eq!(back.probabilities, None);
-        assert_eq!(back.detail.as_deref(), Some("route_b answered 503"));
+        // Without its nulls it fits whole.
+        assert_eq!(read(&r), r);
+        // With a down origin and every digit of the state too, it fits without the
+        // probabilities, and keeps the rest.
+        r.state.current_load = 0.123_456_789_012_345_68;
+        r.state.recent_success_rate = 0.987_654_321_098_765_4;
+        r.outcome.as_mut().unwrap().origin_down = Some(Action::RouteA);
         assert_eq!(
-            back,
+            read(&r),
             DecisionRecord {
                 probabilities: None,
                 confidence: None,
