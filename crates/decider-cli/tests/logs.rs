@@ -45,6 +45,16 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// The records the reader takes from `text`.
+fn read_records(text: &str) -> Vec<Record> {
+    let mut got = Vec::new();
+    let mut reader = LogReader::new(ReadOptions::default());
+    reader
+        .read_stream("input", text.as_bytes(), &mut |r: Record| got.push(r))
+        .unwrap();
+    got
+}
+
 fn ids(got: &[(String, String, String)]) -> Vec<String> {
     got.iter().map(|(k, id, _)| format!("{k}:{id}")).collect()
 }
@@ -379,13 +389,8 @@ fn records_are_read_into_decider_cores_types_field_for_field() {
         "detail": "model answered late"
     })
     .to_string();
-    let want: Record = serde_json::from_str(&line).unwrap();
-    let mut got = Vec::new();
-    let mut reader = LogReader::new(ReadOptions::default());
-    reader
-        .read_stream("input", line.as_bytes(), &mut |r: Record| got.push(r))
-        .unwrap();
-    assert_eq!(got, [want]);
+    let got = read_records(&line);
+    assert_eq!(got, [serde_json::from_str::<Record>(&line).unwrap()]);
     // An unknown error kind is a bad record naming the attempt's field.
     let bad = line.replace("\"upstream_status\"", "\"gremlins\"");
     let (got, s) = read(bad.as_bytes());
@@ -431,13 +436,8 @@ fn a_line_written_compact_reads_back_whole() {
         !line.contains("null") && !line.contains("probabilities"),
         "{line}"
     );
-    let want: Record = serde_json::from_str(&line).unwrap();
-    let mut got = Vec::new();
-    let mut reader = LogReader::new(ReadOptions::default());
-    reader
-        .read_stream("input", line.as_bytes(), &mut |r: Record| got.push(r))
-        .unwrap();
-    assert_eq!(got, [want]);
+    let got = read_records(&line);
+    assert_eq!(got, [serde_json::from_str::<Record>(&line).unwrap()]);
     let Record::Decision(back) = &got[0] else {
         panic!("not a decision");
     };
