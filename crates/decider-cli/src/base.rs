@@ -8,7 +8,7 @@
 //! what the base leaves. Both fits are deterministic (a fixed seed, fixed order).
 
 use crate::rng::Rng;
-use decider_core::model::{add_linear, softmax, Hidden};
+use decider_core::model::{activation, add_linear, softmax, Hidden};
 use decider_core::{Features, FEATURE_DIM, NUM_ACTIONS};
 
 /// What the trees boost from.
@@ -115,7 +115,7 @@ pub fn fit(base: Base, x: &[Features], y: &[usize]) -> Fitted {
                         .iter()
                         .zip(row)
                         .fold(w[l.hbias() + j], |a, (p, q)| a + p * q);
-                    *hj = z.tanh();
+                    *hj = activation(z);
                     let out = &w[l.outputs() + j * NUM_ACTIONS..][..NUM_ACTIONS];
                     m.iter_mut().zip(out).for_each(|(a, o)| *a += *hj * o);
                 }

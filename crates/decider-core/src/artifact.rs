@@ -147,6 +147,12 @@ pub fn add_linear(m: &mut [f64; NUM_ACTIONS], rows: &[[f64; NUM_ACTIONS]], x: &F
     }
 }
 
+/// A hidden unit's activation: tanh, from the `libm` crate on every target, so that a
+/// hidden layer's margins are bit-identical in the CLI and in the Worker's wasm.
+pub fn activation(z: f64) -> f64 {
+    libm::tanh(z)
+}
+
 /// A layer of tanh units over the features (see [`Ensemble::hidden`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -166,7 +172,7 @@ impl Hidden {
     pub fn add(&self, m: &mut [f64; NUM_ACTIONS], x: &Features) {
         for ((w, b), out) in self.weights.iter().zip(&self.bias).zip(&self.output) {
             let z = w.iter().zip(x).fold(*b, |acc, (wf, xf)| acc + wf * xf);
-            let h = z.tanh();
+            let h = activation(z);
             m.iter_mut().zip(out).for_each(|(a, o)| *a += h * o);
         }
     }

@@ -14,8 +14,8 @@ use crate::actions::{Action, ACTIONS, NUM_ACTIONS};
 use crate::features::{Features, ENCODER_VERSION, FEATURE_DIM};
 
 pub use crate::artifact::{
-    add_linear, Artifact, ArtifactError, Calibration, CalibrationMethod, Ensemble, FeatureRanges,
-    Hidden, Tree, FORMAT_VERSION, MAX_HIDDEN,
+    activation, add_linear, Artifact, ArtifactError, Calibration, CalibrationMethod, Ensemble,
+    FeatureRanges, Hidden, Tree, FORMAT_VERSION, MAX_HIDDEN,
 };
 
 /// A probability per action, in [`ACTIONS`] order.
