@@ -1,6 +1,8 @@
 // Gradual rollout and observation: canary share with sticky buckets, champion/challenger,
 // shadow mode, and one Analytics Engine data point per decision.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { EXAMPLE_STATE, ROOT, startOrigin, startWorker } from "./helpers.mjs";
 
@@ -191,6 +193,29 @@ describe("champion/challenger", () => {
       seen.add(line.arm);
     }
     expect([...seen].sort()).toEqual(["challenger", "champion"]);
+  });
+
+  test("a challenger with a linear base and a hidden layer decides in the Worker as in the CLI", async () => {
+    // The fixture's network moves decisions the trees alone would not: high queues to
+    // route_c (a tanh unit), the small hours to route_a (the linear base).
+    const states = readFileSync(path.join(ROOT, "tests/fixtures/skew_states.jsonl"), "utf8").split("\n").filter(Boolean).slice(0, 120);
+    const cli = process.env.DECIDER_BIN || path.join(ROOT, "target/debug/decider");
+    const run = spawnSync(cli, ["decide", "--model", path.join(ROOT, "tests/fixtures/challenger-model.json"), "--rules", path.join(ROOT, "rules/default.json")],
+      { input: states.join("\n") + "\n", encoding: "utf8" });
+    expect(run.status, run.stderr).toBe(0);
+    const native = run.stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const w = await worker({ CHALLENGER_PERCENT: "100" }, CHALLENGER_BUILD);
+    const actions = new Set();
+    for (let i = 0; i < states.length; i++) {
+      const d = await (await w.decide(`{"state": ${states[i]}}`)).json();
+      const n = native[i];
+      expect(d.model_version, states[i]).toBe("challenger-test");
+      expect([d.action, d.source, d.fallback_reason], states[i]).toEqual([n.action, n.source, n.fallback_reason]);
+      if (n.confidence !== null) expect(Math.abs(d.confidence - n.confidence), states[i]).toBeLessThanOrEqual(1e-12);
+      else expect(d.confidence).toBeNull();
+      if (d.source === "model") actions.add(d.action);
+    }
+    expect([...actions].sort()).toEqual(expect.arrayContaining(["route_a", "route_b", "route_c"]));
   });
 
   test("without an embedded challenger, CHALLENGER_PERCENT serves everything from the champion", async () => {
