@@ -18,7 +18,7 @@
 //! No randomness is used, so the same data gives the same trees bit for bit.
 
 pub use crate::base::Base;
-use decider_core::model::{add_linear, softmax, Ensemble, Tree};
+use decider_core::model::{softmax, Ensemble, Tree};
 use decider_core::{Features, FEATURE_DIM, NUM_ACTIONS};
 
 /// Training parameters (checked by [`GbdtParams::check`]).
@@ -457,7 +457,7 @@ pub fn fit(
     let n = x.len();
     let bins = Bins::build(x, p.max_bins);
     // Base score: log class priors (smoothed), centred; or a fitted base.
-    let (base, linear, hidden) = if p.base != Base::Priors {
+    let (base_score, linear, hidden) = if p.base != Base::Priors {
         let fitted = crate::base::fit(p.base, x, y);
         (fitted.bias.to_vec(), Some(fitted.linear), fitted.hidden)
     } else {
@@ -471,20 +471,18 @@ pub fn fit(
         base.iter_mut().for_each(|b| *b -= mean);
         (base, None, None)
     };
-    let init = |row: &Features| {
-        let mut m = [base[0], base[1], base[2], base[3]];
-        if let Some(rows) = &linear {
-            add_linear(&mut m, rows, row);
-        }
-        if let Some(h) = &hidden {
-            h.add(&mut m, row);
-        }
-        m
+    // The base's margins: the ensemble before its first tree.
+    let mut ensemble = Ensemble {
+        kind: "gbdt".into(),
+        base_score,
+        linear,
+        hidden,
+        trees: Vec::new(),
     };
-    let mut fm: Vec<[f64; NUM_ACTIONS]> = x.iter().map(init).collect();
-    let mut vm: Vec<[f64; NUM_ACTIONS]> = vx.iter().map(init).collect();
+    let mut fm: Vec<[f64; NUM_ACTIONS]> = x.iter().map(|r| ensemble.margins(r)).collect();
+    let mut vm: Vec<[f64; NUM_ACTIONS]> = vx.iter().map(|r| ensemble.margins(r)).collect();
     let all: Vec<u32> = (0..n as u32).collect();
-    let mut trees: Vec<Tree> = Vec::new();
+    let trees = &mut ensemble.trees;
     let (mut best_loss, _) = if valid.is_some() {
         logloss(&vm, vy, 1.0)
     } else {
@@ -536,13 +534,7 @@ pub fn fit(
     }
     trees.truncate(best_round);
     Fitted {
-        ensemble: Ensemble {
-            kind: "gbdt".into(),
-            base_score: base,
-            linear,
-            hidden,
-            trees,
-        },
+        ensemble,
         rounds: best_round,
         best_valid_loss: best_loss,
     }

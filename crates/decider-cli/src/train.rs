@@ -8,8 +8,8 @@ use crate::metrics::{curve, ece, pick_threshold, CurvePoint};
 use crate::rng::Rng;
 use decider_core::model::{softmax, Calibration, CalibrationMethod, FeatureRanges, FORMAT_VERSION};
 use decider_core::{
-    encode, Action, Artifact, Features, Model, RuleTable, State, ACTIONS, ENCODER_VERSION,
-    FEATURE_DIM, NUM_ACTIONS,
+    encode, Action, Artifact, Features, RuleTable, State, ACTIONS, ENCODER_VERSION, FEATURE_DIM,
+    NUM_ACTIONS,
 };
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -165,7 +165,7 @@ pub fn train(
     // The artifact's own margins (decider-core's definition, f64), not the served layout's:
     // the artifact is then a function of the data and the seed alone, whatever the compact
     // form does with its leaves (f32 rounding moves a margin by about 1e-7 relative).
-    Model::from_artifact(artifact.clone())
+    decider_core::model::validate(&artifact)
         .map_err(|e| format!("trained model failed validation: {e}"))?;
     let margins: Vec<[f64; NUM_ACTIONS]> = vx.iter().map(|r| artifact.model.margins(r)).collect();
     let temperature = fit_temperature(&margins, &vy);
@@ -263,7 +263,7 @@ pub fn train(
     ))
     .map_err(|e| e.to_string())?;
     artifact.model_version = format!("gbdt-{}", &hex(&Sha256::digest(&body))[..12]);
-    Model::from_artifact(artifact.clone())
+    decider_core::model::validate(&artifact)
         .map_err(|e| format!("trained model failed validation: {e}"))?;
     Ok(Trained {
         curve: curve(&conf, &correct, 50),
@@ -334,7 +334,7 @@ mod tests {
         assert_eq!(to_json(&a.artifact), to_json(&b.artifact));
         let c = train(&d, None, &TrainOptions { seed: 43, ..opts }, &rules, |_| {}).unwrap();
         assert_ne!(a.artifact.model_version, c.artifact.model_version);
-        let m = Model::from_json(&to_json(&a.artifact)).unwrap();
+        let m = decider_core::Model::from_json(&to_json(&a.artifact)).unwrap();
         assert!((0.0..=1.0).contains(&m.threshold()));
     }
 }

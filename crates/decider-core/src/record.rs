@@ -348,6 +348,19 @@ impl DecisionRecord {
                     };
                 }
             }
+            // Optional text cut to nothing is left out, as null.
+            for text in [&mut c.detail, &mut c.request_id, &mut c.rule] {
+                text.take_if(|t| t.is_empty());
+            }
+            if let Some(req) = c.request.as_mut() {
+                for text in [
+                    &mut req.country,
+                    &mut req.continent,
+                    &mut req.signals_detail,
+                ] {
+                    text.take_if(|t| t.is_empty());
+                }
+            }
             c.compact_line()
         };
         let (mut fits, mut over) = (0, longest);
@@ -362,26 +375,9 @@ impl DecisionRecord {
         capped(fits)
     }
 
-    /// The line without null fields (text cut to nothing is null).
+    /// The line without null fields.
     fn compact_line(&self) -> String {
-        let mut r = self.clone();
-        for text in [&mut r.detail, &mut r.request_id, &mut r.rule] {
-            if text.as_deref() == Some("") {
-                *text = None;
-            }
-        }
-        if let Some(req) = r.request.as_mut() {
-            for text in [
-                &mut req.country,
-                &mut req.continent,
-                &mut req.signals_detail,
-            ] {
-                if text.as_deref() == Some("") {
-                    *text = None;
-                }
-            }
-        }
-        drop_null_members(&tagged(serde_json::to_string(&r)))
+        drop_null_members(&tagged(serde_json::to_string(self)))
     }
 
     /// The record's free text, which [`DecisionRecord::to_line`] may cut.
@@ -403,10 +399,16 @@ impl DecisionRecord {
 /// A decision's serialised object as its log line: `{"event":"decision",…}`, the same
 /// bytes `Record::Decision` serialises to, without copying the record into one.
 fn tagged(body: serde_json::Result<String>) -> String {
-    let body = body.unwrap_or_else(|_| "{}".into());
-    let rest = body.strip_prefix('{').unwrap_or("}");
-    let sep = if rest == "}" { "" } else { "," };
-    format!("{{\"event\":\"decision\"{sep}{rest}")
+    // A record always has members, and serialising one cannot fail (no maps, no
+    // non-string keys); "{}" only keeps the line well formed should that change.
+    let mut line = body.unwrap_or_else(|_| "{}".into());
+    let tag = if line.len() > 2 {
+        r#""event":"decision","#
+    } else {
+        r#""event":"decision""#
+    };
+    line.insert_str(1, tag);
+    line
 }
 
 /// `json` (compact, as serde_json writes it) without the members of its objects whose value
@@ -416,10 +418,9 @@ fn drop_null_members(json: &str) -> String {
     let b = json.as_bytes();
     let mut out = String::with_capacity(json.len());
     let (mut i, mut copied) = (0, 0);
-    // Whether a `"` outside a string opens a key: after `{` or `,` in an object.
-    let mut at_key = false;
     while i < b.len() {
         match b[i] {
+            // A string followed by a colon is a key.
             b'"' => {
                 let start = i;
                 i += 1;
@@ -428,7 +429,7 @@ fn drop_null_members(json: &str) -> String {
                 }
                 i += 1;
                 let rest = &b[i.min(b.len())..];
-                if at_key && rest.starts_with(b":null") {
+                if rest.starts_with(b":null") {
                     let after = i + ":null".len();
                     out.push_str(&json[copied..start]);
                     match b.get(after) {
@@ -443,21 +444,9 @@ fn drop_null_members(json: &str) -> String {
                         }
                     }
                     i = copied;
-                    at_key = b.get(after) == Some(&b',');
-                    continue;
                 }
-                at_key = false;
             }
-            b'{' | b',' => {
-                // A comma in an array precedes a value, not a key; arrays here hold
-                // objects and numbers, whose strings are keys only inside objects.
-                at_key = true;
-                i += 1;
-            }
-            _ => {
-                at_key = false;
-                i += 1;
-            }
+            _ => i += 1,
         }
     }
     out.push_str(&json[copied.min(json.len())..]);
