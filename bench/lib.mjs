@@ -18,12 +18,16 @@ if (!COMPAT_DATE) throw new Error("wrangler.toml: no compatibility_date line");
 // workers-rs output: build/index.js, an ES module importing its wasm.
 const modulesRules = [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }, { type: "ESModule", include: ["**/*.js"] }];
 const floor = { modules: true, scriptPath: path.join(HERE, "floor-worker/build/index.js"), modulesRules };
+const floorIo = { modules: true, scriptPath: path.join(HERE, "floor-worker/build-record/index.js"), modulesRules };
 export const WORKERS = {
   ours: { label: "edge-decider", options: { modules: true, scriptPath: path.join(ROOT, "build/index.js"), modulesRules, bindings: { DECISION_BACKEND: "embedded" } } },
   floor: { label: "empty workers-rs Worker", options: floor },
   // The A/A control: the same empty Worker in a workerd of its own. How far it lands from the
   // first is how far two identical Workers land apart on this machine in this run.
   floor_b: { label: "empty Worker, second copy (A/A)", options: floor },
+  // The empty Worker doing the I/O every decision must do (its `record-io` feature): what is
+  // left between it and edge-decider is edge-decider's own code.
+  floor_io: { label: "empty Worker + a decision's I/O", options: floorIo },
 };
 
 export const arg = (name, dflt) => (process.argv.includes(`--${name}`) ? process.argv[process.argv.indexOf(`--${name}`) + 1] : dflt);

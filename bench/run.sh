@@ -25,7 +25,9 @@ git diff --quiet HEAD -- "${measured[@]}" || dirty=true
 
 say "builds"
 make --no-print-directory build
-(cd bench/floor-worker && WASM_BINDGEN_BIN="$bin/wasm-bindgen" WASM_OPT_BIN="$ROOT/node_modules/.bin/wasm-opt" CARGO_TARGET_DIR="$TARGET/bench-floor" worker-build --release)
+floor() { (cd bench/floor-worker && WASM_BINDGEN_BIN="$bin/wasm-bindgen" WASM_OPT_BIN="$ROOT/node_modules/.bin/wasm-opt" worker-build --release "$@"); }
+CARGO_TARGET_DIR="$TARGET/bench-floor" floor
+CARGO_TARGET_DIR="$TARGET/bench-floor-record" floor --out-dir build-record --features record-io
 # Not --locked: this lock file follows decider-core's dependencies, which change without it.
 CARGO_TARGET_DIR="$TARGET/bench-wasm-micro" cargo build --release --target wasm32-unknown-unknown --manifest-path bench/wasm-micro/Cargo.toml
 cargo build --release --locked -p decider-cli
