@@ -47,9 +47,9 @@ pub fn check_declared_length(content_length: Option<&str>) -> Result<(), ApiErro
 /// call): from the network, HTTP framing ends it at that length, which is already checked.
 /// A body without one (chunked) is read chunk by chunk and the read stops as soon as the
 /// limit is passed, so an endless stream is never buffered. A reader costs workerd a
-/// promise and a chunk per read, measurably more CPU per request than `arrayBuffer`; only a
-/// body whose length nobody declared needs one. A service binding (the account's own Worker)
-/// can declare a short length and send more: that body is read whole and refused with 413.
+/// promise and a chunk per read, more CPU than one `arrayBuffer` call, so only a body whose
+/// length nobody declared gets one. A service binding (the account's own Worker) can
+/// declare a short length and send more: that body is read whole and refused with 413.
 ///
 /// # Errors
 /// 415, 413, or 400 when the stream fails.
