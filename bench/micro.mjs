@@ -1,4 +1,4 @@
-// The whole decision in wasm, in V8: µs per decision of decide_body_text on the shipped model
+// The whole decision in wasm, in V8: µs per decision of `State::from_body` + `request::decide` + the answer, on the shipped model
 // (bench/wasm-micro, a plain wasm module) in this Node process, over 256 seeded bodies. Two
 // untimed runs let V8 tier the code up, then RUNS timed runs of ITERS decisions; per run the
 // wall time and this process's CPU time per decision. The claim is the median wall time;

@@ -2,11 +2,10 @@
 //! [`ModelOutcome`] for the decider.
 
 use crate::config::Config;
+use crate::js::{self, error_text};
 use crate::log::clip;
 use decider_core::{encode, ModelError, ModelOutcome, ModelOutput, State, ACTIONS};
-use futures_util::future::{select, Either};
 use serde::Serialize;
-use std::time::Duration;
 use wasm_bindgen::{JsCast, JsValue};
 
 /// Largest Workers AI answer accepted, as JSON text. A real answer is a few hundred bytes.
@@ -31,19 +30,17 @@ pub async fn infer(ai: &worker::Ai, cfg: &Config, state: &State) -> (ModelOutcom
         action_space: &ACTIONS,
     };
     let call = run(ai, &cfg.ai_model, &input, cfg.ai_gateway.as_deref());
-    let timer = worker::Delay::from(Duration::from_millis(u64::from(cfg.ai_timeout_ms)));
-    futures_util::pin_mut!(call);
     let failed = |e: ModelError| {
         let detail = clip(&e.to_string());
         (ModelOutcome::Error(e), Some(detail))
     };
-    match select(call, timer).await {
-        Either::Left((Ok(v), _)) => match ModelOutput::from_remote_json(&v) {
+    match js::within(call, cfg.ai_timeout_ms).await {
+        Some(Ok(v)) => match ModelOutput::from_remote_json(&v) {
             Ok(o) => (ModelOutcome::Output(o), None),
             Err(e) => failed(e),
         },
-        Either::Left((Err(e), _)) => failed(ModelError::Backend(e)),
-        Either::Right(((), _)) => (
+        Some(Err(e)) => failed(ModelError::Backend(e)),
+        None => (
             ModelOutcome::Timeout,
             Some(format!(
                 "no answer within AI_TIMEOUT_MS={}",
@@ -71,26 +68,24 @@ async fn run(
 ) -> Result<serde_json::Value, String> {
     let this: &JsValue = ai.as_ref();
     let run = js_sys::Reflect::get(this, &"run".into())
-        .map_err(|e| js_error_text(&e))?
+        .map_err(|e| error_text(&e))?
         .dyn_into::<js_sys::Function>()
         .map_err(|_| "AI binding has no run method".to_string())?;
     let input_json = serde_json::to_string(input).map_err(|e| e.to_string())?;
-    let input = js_sys::JSON::parse(&input_json).map_err(|e| js_error_text(&e))?;
+    let input = js_sys::JSON::parse(&input_json).map_err(|e| error_text(&e))?;
     let pending = match gateway {
         None => run.call2(this, &model.into(), &input),
         Some(id) => {
             let options =
                 js_sys::JSON::parse(&serde_json::json!({"gateway": {"id": id}}).to_string())
-                    .map_err(|e| js_error_text(&e))?;
+                    .map_err(|e| error_text(&e))?;
             run.call3(this, &model.into(), &input, &options)
         }
     }
-    .map_err(|e| js_error_text(&e))?;
-    let answer = js_sys::futures::JsFuture::from(js_sys::Promise::resolve(&pending))
-        .await
-        .map_err(|e| js_error_text(&e))?;
+    .map_err(|e| error_text(&e))?;
+    let answer = js::settle(js_sys::Promise::resolve(&pending)).await?;
     let text = js_sys::JSON::stringify(&answer)
-        .map_err(|e| format!("answer is not serialisable: {}", js_error_text(&e)))?
+        .map_err(|e| format!("answer is not serialisable: {}", error_text(&e)))?
         .as_string()
         .ok_or_else(|| "answer is not a JSON value (undefined or a function)".to_string())?;
     if text.len() > MAX_AI_ANSWER_BYTES {
@@ -100,16 +95,6 @@ async fn run(
         ));
     }
     serde_json::from_str(&text).map_err(|e| format!("answer is not usable JSON: {e}"))
-}
-
-/// The first line of a JavaScript error's text (no stack trace), clipped.
-pub fn js_error_text(e: &JsValue) -> String {
-    let text = e
-        .dyn_ref::<js_sys::Error>()
-        .map(|err| String::from(err.message()))
-        .or_else(|| e.as_string())
-        .unwrap_or_else(|| format!("{e:?}"));
-    clip(text.lines().next().unwrap_or_default())
 }
 
 #[cfg(test)]

@@ -6,9 +6,12 @@
 //! Parsing is pure (a lookup function in, a [`Config`] out), so it is tested natively, and it
 //! runs once per isolate.
 
+use decider_core::failover::Failover;
 use decider_core::monitor::Params as MonitorParams;
-use decider_core::routing::{CanaryKey, Failover, Regions, RequestTypes};
-use decider_core::{Action, Explore, RuleTable, Threshold, ACTIONS, DEFAULT_RULES_JSON};
+use decider_core::regions::Regions;
+use decider_core::request_types::RequestTypes;
+use decider_core::rollout::CanaryKey;
+use decider_core::{Action, Explore, Params, RuleTable, Threshold, ACTIONS, DEFAULT_RULES_JSON};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -38,20 +41,14 @@ pub struct Config {
     pub ai_timeout_ms: u32,
     /// AI Gateway id the Workers AI call goes through (`AI_GATEWAY`).
     pub ai_gateway: Option<String>,
-    /// `CONFIDENCE_THRESHOLD`, when set; otherwise the artifact's threshold applies.
-    pub threshold_override: Option<Threshold>,
-    /// Action when neither model nor rules decide (`DEFAULT_ACTION`).
-    pub default_action: Action,
+    /// The decision policy's parameters: `CONFIDENCE_THRESHOLD` (when set; otherwise the
+    /// artifact's threshold applies), `DEFAULT_ACTION`, `OOD_CHECK`, `SHADOW`,
+    /// `EXPLORE_PERCENT`.
+    pub params: Params,
     /// The rule table; `None` with `RULES=none`.
     pub rules: Option<RuleTable>,
     /// Where the rule table came from.
     pub rules_source: RulesSource,
-    /// Out-of-distribution check (`OOD_CHECK`).
-    pub ood_check: bool,
-    /// Shadow mode (`SHADOW`).
-    pub shadow: bool,
-    /// Exploration on model-decided traffic (`EXPLORE_PERCENT`).
-    pub explore: Explore,
     /// Test endpoints under `/v1/debug/` (`DEBUG_ENDPOINTS`).
     pub debug_endpoints: bool,
     /// Method and path → request type (`REQUEST_TYPES`).
@@ -103,14 +100,10 @@ impl Default for Config {
             ai_model: String::new(),
             ai_timeout_ms: 25,
             ai_gateway: None,
-            threshold_override: None,
-            default_action: Action::RouteA,
+            params: Params::default(),
             // The shipped table loads (a test checks it); never crash if it did not.
             rules: RuleTable::from_json(DEFAULT_RULES_JSON).ok(),
             rules_source: RulesSource::Default,
-            ood_check: true,
-            shadow: false,
-            explore: Explore::OFF,
             debug_endpoints: false,
             request_types: RequestTypes::shipped(),
             regions: Regions::shipped(),
@@ -221,20 +214,20 @@ pub const VARS: &[Var] = &[
         "model confidence at or above which the model decides, in [0, 1]",
         parse: |s, c| {
             let t = s.parse::<f64>().ok().and_then(|v| Threshold::new(v).ok());
-            c.threshold_override = Some(t.ok_or("must be a number in [0, 1]")?);
+            c.params.threshold = Some(t.ok_or("must be a number in [0, 1]")?);
             Ok(())
         },
-        value: |c| json!(c.threshold_override.map(Threshold::get)) },
+        value: |c| json!(c.params.threshold.map(Threshold::get)) },
     var! { "DEFAULT_ACTION", "route_a", Public,
         "the action when no rule table can decide",
         parse: |s, c| match Action::parse_name(s) {
             Some(a) => {
-                c.default_action = a;
+                c.params.default_action = a;
                 Ok(())
             }
             None => Err(format!("must be one of {}", ACTIONS.join(", "))),
         },
-        value: |c| json!(c.default_action) },
+        value: |c| json!(c.params.default_action) },
     var! { "RULES", "`rules/default.json`", Public,
         "a JSON rule table; `none`: no table, fallbacks take `DEFAULT_ACTION`",
         parse: |s, c| {
@@ -249,20 +242,20 @@ pub const VARS: &[Var] = &[
         value: |c| json!(c.rules.as_ref().map(RuleTable::version)) },
     var! { "OOD_CHECK", "true", Public,
         "a state field outside the training ranges → rules (`out_of_distribution`)",
-        parse: |s, c| flag(s).map(|v| c.ood_check = v),
-        value: |c| json!(c.ood_check) },
+        parse: |s, c| flag(s).map(|v| c.params.ood_check = v),
+        value: |c| json!(c.params.ood_check) },
     var! { "SHADOW", "false", Public,
         "rules decide, the model's action is logged beside them",
-        parse: |s, c| flag(s).map(|v| c.shadow = v),
-        value: |c| json!(c.shadow) },
+        parse: |s, c| flag(s).map(|v| c.params.shadow = v),
+        value: |c| json!(c.params.shadow) },
     var! { "EXPLORE_PERCENT", "0", Public,
         "share of model-decided traffic whose action is drawn uniformly from the route actions, 0..=20 (never `reject`, never rules); the logged `propensity` says how each action was chosen",
         parse: |s, c| {
             let percent = s.parse::<f64>().map_err(|_| "must be a number 0..=20".to_string())?;
-            c.explore = Explore::from_percent(percent).map_err(|_| "must be a number 0..=20")?;
+            c.params.explore = Explore::from_percent(percent).map_err(|_| "must be a number 0..=20")?;
             Ok(())
         },
-        value: |c| json!(c.explore.probability() * 100.0) },
+        value: |c| json!(c.params.explore.probability() * 100.0) },
     var! { "DEBUG_ENDPOINTS", "false", Public,
         "enables `POST /v1/debug/encode` and `POST /v1/debug/trap` (tests only)",
         parse: |s, c| flag(s).map(|v| c.debug_endpoints = v),
@@ -432,17 +425,6 @@ impl Config {
             });
         }
         cfg
-    }
-
-    /// The decider's policy parameters from this configuration.
-    pub fn params(&self) -> decider_core::Params {
-        decider_core::Params {
-            threshold: self.threshold_override,
-            default_action: self.default_action,
-            ood_check: self.ood_check,
-            shadow: self.shadow,
-            explore: self.explore,
-        }
     }
 
     /// Every variable's value in force, in table order, with what `admin` may see: public

@@ -4,7 +4,7 @@
 //! internal details (JS exceptions, backend messages) go to the log, never to the client.
 
 use crate::log::{clip_to, ECHO_BYTES};
-use decider_core::StateError;
+use decider_core::FieldError;
 use serde_json::{json, Value};
 
 /// An error answered to the client.
@@ -115,12 +115,12 @@ impl ApiError {
     }
 }
 
-impl From<StateError> for ApiError {
-    /// A state or signals validation error: 400 naming the field. An unknown field's name is
+impl From<FieldError> for ApiError {
+    /// A body validation error (state, signals, outcome): 400 naming the field. An unknown field's name is
     /// the client's text: quoted at most [`ECHO_BYTES`] long (message and field).
-    fn from(e: StateError) -> ApiError {
+    fn from(e: FieldError) -> ApiError {
         let e = match e {
-            StateError::Unknown { field, expected } => StateError::Unknown {
+            FieldError::Unknown { field, expected } => FieldError::Unknown {
                 field: clip_to(&field, ECHO_BYTES),
                 expected,
             },
@@ -128,11 +128,11 @@ impl From<StateError> for ApiError {
         };
         let field = match &e {
             // `within("state")` leaves these unprefixed; the object itself is the field.
-            StateError::NotObject { what, .. } => Some((*what).to_string()),
+            FieldError::NotObject { what, .. } => Some((*what).to_string()),
             other => other.field().map(str::to_string),
         };
         let position = match &e {
-            StateError::Json { line, column, .. } => Some((*line, *column)),
+            FieldError::Json { line, column, .. } => Some((*line, *column)),
             _ => None,
         };
         ApiError {
@@ -174,7 +174,7 @@ mod tests {
     #[test]
     fn malformed_json_keeps_its_position() {
         let e = serde_json::from_str::<Value>("{\n  \"state\": nope}").unwrap_err();
-        let a = ApiError::from(StateError::from_serde(&e));
+        let a = ApiError::from(FieldError::from_serde(&e));
         assert_eq!((a.status, a.code), (400, "invalid_json"));
         assert_eq!(a.position, Some((2, 13)));
         let b = a.body();

@@ -7,9 +7,8 @@
 
 use crate::config::{BackendKind, Config};
 use crate::isolate::Isolate;
-use crate::log;
-use crate::monitor;
 use crate::signals::Current;
+use decider_core::monitor::Stored;
 use decider_core::{ModelSource, ACTIONS, ENCODER_VERSION};
 use serde_json::{json, Value};
 
@@ -26,7 +25,7 @@ pub fn public(iso: &Isolate) -> Value {
         "encoder_version": ENCODER_VERSION,
         "rules": {"version": d.rules().map(|r| r.version())},
         "threshold": d.threshold().0,
-        "explore_percent": iso.cfg.explore.probability() * 100.0,
+        "explore_percent": iso.cfg.params.explore.probability() * 100.0,
     })
 }
 
@@ -41,22 +40,11 @@ fn status(iso: &Isolate) -> &'static str {
     }
 }
 
-/// Logs each configuration error once (`config_error` events): the public health document
-/// does not show them.
-pub fn log_config_errors(cfg: &Config) {
-    for issue in &cfg.errors {
-        log::event(
-            "config_error",
-            json!({"var": issue.var, "message": log::clip(&issue.message)}),
-        );
-    }
-}
-
 /// The whole health document (admin token only). `status` as in [`public`].
 pub fn report(
     iso: &Isolate,
     signals: &Current,
-    monitor: &Result<Option<monitor::State>, String>,
+    monitor: &Result<Option<Stored>, String>,
     now_ms: f64,
 ) -> Value {
     let cfg = &iso.cfg;
@@ -83,10 +71,10 @@ pub fn report(
             "source": cfg.rules_source.name(),
             "count": d.rules().map_or(0, |r| r.len()),
         },
-        "default_action": cfg.default_action,
-        "ood_check": cfg.ood_check,
-        "shadow": cfg.shadow,
-        "explore_percent": cfg.explore.probability() * 100.0,
+        "default_action": cfg.params.default_action,
+        "ood_check": cfg.params.ood_check,
+        "shadow": cfg.params.shadow,
+        "explore_percent": cfg.params.explore.probability() * 100.0,
         "config": cfg.values(true),
         "config_errors": cfg.errors.iter()
             .map(|e| json!({"var": e.var, "message": e.message}))
@@ -102,7 +90,7 @@ pub fn report(
             "canary_percent": cfg.canary_percent,
             "canary_key": cfg.canary_key.header(),
             "admin_enabled": cfg.admin_token.is_some(),
-            "monitor": monitor::report(cfg, monitor, now_ms),
+            "monitor": crate::monitor::report(cfg, monitor, now_ms),
             "signals": {
                 "fresh": signals.fresh,
                 "age_s": signals.snapshot.map(|s| s.age_s(now_ms)),
@@ -137,7 +125,7 @@ pub fn report(
 fn stale_detail(
     cfg: &Config,
     signals: &Current,
-    monitor: &Result<Option<monitor::State>, String>,
+    monitor: &Result<Option<Stored>, String>,
     now_ms: f64,
 ) -> Option<String> {
     if signals.fresh {
@@ -169,7 +157,7 @@ mod tests {
 
     fn isolate(pairs: &[(&str, &str)], model: ModelSource) -> Isolate {
         let cfg = Config::from_pairs(pairs);
-        let decider = Decider::new(model, cfg.rules.clone(), cfg.params());
+        let decider = Decider::new(model, cfg.rules.clone(), cfg.params.clone());
         Isolate {
             cfg,
             decider,

@@ -119,7 +119,14 @@ fn unreadable() -> ApiError {
 /// # Errors
 /// When the runtime refuses the response (not expected).
 pub fn json(status: u16, body: &impl Serialize) -> worker::Result<Response> {
-    let text = serde_json::to_string(body)?;
+    json_text(status, serde_json::to_string(body)?)
+}
+
+/// A response of JSON text already written, as [`json`] sends it.
+///
+/// # Errors
+/// When the runtime refuses the response (not expected).
+pub fn json_text(status: u16, text: String) -> worker::Result<Response> {
     Ok(ResponseBuilder::new()
         .with_header("content-type", "application/json")?
         .with_header("cache-control", "no-store")?

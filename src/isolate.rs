@@ -6,7 +6,8 @@
 //! seen before (a test harness, another environment) builds it anew.
 
 use crate::config::{BackendKind, Config, Secret};
-use decider_core::record::Arm;
+use crate::log;
+use decider_core::rollout::{self, Arm};
 use decider_core::{Decider, Model, ModelSource};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -92,7 +93,7 @@ impl Isolate {
                 ),
             },
         };
-        let decider = Decider::new(model, cfg.rules.clone(), cfg.params());
+        let decider = Decider::new(model, cfg.rules.clone(), cfg.params.clone());
         // A challenger competes with the embedded champion under the same rules and
         // parameters; without CONFIDENCE_THRESHOLD each uses its own calibrated threshold.
         let challenger = match (cfg.backend, challenger()) {
@@ -101,7 +102,7 @@ impl Isolate {
                     Ok(m) => ModelSource::Local(Arc::clone(m)),
                     Err(e) => ModelSource::Unavailable(format!("challenger: {e}")),
                 };
-                Some(Decider::new(model, cfg.rules.clone(), cfg.params()))
+                Some(Decider::new(model, cfg.rules.clone(), cfg.params.clone()))
             }
             _ => None,
         };
@@ -136,7 +137,7 @@ impl Isolate {
         } else {
             0
         };
-        decider_core::routing::arm(key, canary, challenger)
+        rollout::arm(key, canary, challenger)
     }
 
     /// Whether an `Authorization: Bearer …` header carries the admin token.
@@ -173,10 +174,21 @@ pub fn get(env: &Env) -> Rc<Isolate> {
         return i;
     }
     let built = Rc::new(Isolate::new(env));
-    crate::health::log_config_errors(&built.cfg);
+    log_config_errors(&built.cfg);
     let key: &JsValue = env.as_ref();
     CURRENT.with(|c| *c.borrow_mut() = Some((key.clone(), Rc::clone(&built))));
     built
+}
+
+/// Logs each configuration error once per isolate (`config_error` events): the public
+/// health document does not show them.
+fn log_config_errors(cfg: &Config) {
+    for issue in &cfg.errors {
+        log::event(
+            "config_error",
+            serde_json::json!({"var": issue.var, "message": log::clip(&issue.message)}),
+        );
+    }
 }
 
 /// A variable's value as text: strings as they are, other JSON values (a TOML table in

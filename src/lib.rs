@@ -8,7 +8,7 @@
 //! - [`config`]: wrangler vars → a checked [`config::Config`], from one table of variables.
 //! - [`isolate`]: what an isolate derives once: the configuration, the embedded model, the
 //!   decider.
-//! - [`decide`]: one decision with its record (both endpoints), and `POST /v1/decide`.
+//! - [`decide`]: the I/O around one decision (both endpoints), and `POST /v1/decide`.
 //! - [`ai`]: the Workers AI backend.
 //! - [`route`], [`proxy`], [`upload`], [`signals`]: edge routing, proxying with failover, the
 //!   request body on its way to an origin, KV signals and the admin endpoint.
@@ -17,6 +17,8 @@
 //! - [`health`]: the `/v1/health` document.
 //! - [`http`], [`error`]: bounded body reads, JSON responses, the one mapping from errors to
 //!   HTTP statuses.
+//! - [`js`], [`kv`]: the runtime's primitives written once (fetch with a deadline, a bounded
+//!   wait, a JS error's text) and the KV namespace with its two keys.
 //! - [`log`], [`analytics`], [`clock`]: log lines, Analytics Engine data points, the clock.
 //!
 //! # Routes
@@ -38,6 +40,8 @@ pub mod error;
 pub mod health;
 pub mod http;
 pub mod isolate;
+pub mod js;
+pub mod kv;
 pub mod log;
 pub mod monitor;
 pub mod outcome;

@@ -7,20 +7,12 @@ use crate::clock;
 use serde::Serialize;
 use serde_json::Value;
 
-/// Longest piece of client- or backend-controlled text a log line carries (a 4 MiB error
-/// message or a 60 KB header must not become a log line of that size).
-pub const CLIP_BYTES: usize = 256;
+pub use decider_core::record::{clip_to, CUT_MARK, ECHO_BYTES, TEXT_BYTES};
 
-/// Longest piece of client-sent text the Worker repeats: the `cf-ray` kept as a record's
-/// `request_id`, and what an error message quotes (a path, a content type, a field name).
-/// The header is the client's to set wherever a request does not pass Cloudflare's edge.
-pub const ECHO_BYTES: usize = 128;
-
-pub use decider_core::record::{clip_to, CUT_MARK};
-
-/// `s` cut to at most [`CLIP_BYTES`] on a character boundary, marked when cut.
+/// `s` cut to at most [`TEXT_BYTES`] on a character boundary, marked when cut: a 4 MiB
+/// error message or a 60 KB header must not become a log line of that size.
 pub fn clip(s: &str) -> String {
-    clip_to(s, CLIP_BYTES)
+    clip_to(s, TEXT_BYTES)
 }
 
 /// Writes a serialisable record as one log line.
@@ -67,7 +59,7 @@ mod tests {
     fn regression_huge_text_is_clipped() {
         let huge = "é".repeat(2 << 20);
         let c = clip(&huge);
-        assert!(c.len() <= CLIP_BYTES + "…[truncated]".len());
+        assert!(c.len() <= TEXT_BYTES + "…[truncated]".len());
         assert!(c.ends_with("…[truncated]"));
         assert_eq!(clip("short"), "short");
     }

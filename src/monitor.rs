@@ -1,7 +1,7 @@
 //! The scheduled origin monitor: on every Cron Trigger it probes each configured origin's
 //! `HEALTH_PATH` and/or reads the `SIGNALS_URL` metrics document, then stores the signals
 //! snapshot as the admin push does ([`signals::store`]) and its own state — probe
-//! histories, the origins it marks down, the run's report — under [`KEY`].
+//! histories, the origins it marks down, the run's report — under [`kv::MONITOR_KEY`].
 //!
 //! The decisions (hysteresis, estimates, precedence, where a down origin's traffic goes)
 //! are decider-core's [`decider_core::monitor`]; this module does the I/O. A run never
@@ -9,86 +9,30 @@
 
 use crate::clock;
 use crate::config::Config;
+use crate::js::{self, Fetched};
+use crate::kv;
 use crate::log;
 use crate::signals;
-use decider_core::monitor::{self as core, OriginHealth, OriginSet, Sample};
-use decider_core::routing::{Snapshot, SnapshotSource};
+use decider_core::failover::OriginSet;
+use decider_core::monitor::{self as core, Sample, Stored};
+use decider_core::signals::{is_current, Snapshot, SnapshotSource};
 use decider_core::{Action, Signals};
-use futures_util::future::{join_all, select, Either};
-use js_sys::futures::JsFuture;
-use serde::{Deserialize, Serialize};
+use futures_util::future::join_all;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
-use std::time::Duration;
-use wasm_bindgen::JsCast;
-use web_sys::{
-    AbortController, Request as WsRequest, RequestInit, RequestRedirect, Response as WsResponse,
-    WorkerGlobalScope,
-};
+use web_sys::{RequestInit, RequestRedirect, Response as WsResponse};
 use worker::Env;
-
-/// The KV key of the monitor's state (in the `SIGNALS` namespace).
-pub const KEY: &str = "monitor";
 
 /// The largest metrics document read, bytes.
 const METRICS_MAX_BYTES: usize = 64 * 1024;
-
-/// What the monitor keeps between runs.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct State {
-    /// When the last run ended, ms since the epoch.
-    #[serde(default)]
-    pub at: f64,
-    /// The origins marked down at that run.
-    #[serde(default)]
-    pub down: Vec<Action>,
-    /// Each probed origin's history and mark.
-    #[serde(default)]
-    pub origins: BTreeMap<Action, OriginHealth>,
-    /// The last run's report, as `/v1/health` shows it.
-    #[serde(default)]
-    pub last_run: Value,
-}
-
-/// Only what routing needs from the state: cheap to parse on a request's cache miss.
-#[derive(Deserialize)]
-struct Marks {
-    at: f64,
-    #[serde(default)]
-    down: Vec<Action>,
-}
-
-/// The origins marked down and when, or `None` when there is no readable state.
-pub async fn read_down(env: &Env) -> Option<(OriginSet, f64)> {
-    let text = env
-        .kv(signals::BINDING)
-        .ok()?
-        .get(KEY)
-        .text()
-        .await
-        .ok()??;
-    let m: Marks = serde_json::from_str(&text).ok()?;
-    let set = m.down.into_iter().fold(OriginSet::EMPTY, OriginSet::with);
-    m.at.is_finite().then_some((set, m.at))
-}
 
 /// The monitor's stored state, or why it could not be read.
 ///
 /// # Errors
 /// The binding, KV or the stored value.
-pub async fn read_state(env: &Env) -> Result<Option<State>, String> {
-    let kv = env
-        .kv(signals::BINDING)
-        .map_err(|e| format!("no {} KV binding: {e}", signals::BINDING))?;
-    let text = kv.get(KEY).text().await.map_err(|e| {
-        // The whole error (stack included) goes to the log only; /v1/health shows the
-        // first line.
-        let full = e.to_string();
-        log::event("monitor_read_failed", json!({"error": log::clip(&full)}));
-        let first = full.lines().next().unwrap_or_default();
-        format!("KV read failed: {}", log::clip(first))
-    })?;
-    text.map(|t| serde_json::from_str(&t).map_err(|e| format!("stored state is invalid: {e}")))
+pub async fn read_state(env: &Env) -> Result<Option<Stored>, String> {
+    kv::get(env, kv::MONITOR_KEY)
+        .await?
+        .map(|t| serde_json::from_str(&t).map_err(|e| format!("stored state is invalid: {e}")))
         .transpose()
 }
 
@@ -106,47 +50,25 @@ struct Probe {
 
 /// A GET within `timeout_ms` (to the response headers): the response and the time it took.
 async fn get(url: &str, timeout_ms: u32) -> Result<(WsResponse, f64), String> {
-    let controller = AbortController::new().map_err(|e| format!("{e:?}"))?;
     let init = RequestInit::new();
     init.set_method("GET");
     init.set_redirect(RequestRedirect::Manual);
-    init.set_signal(Some(&controller.signal()));
-    let request = WsRequest::new_with_str_and_init(url, &init).map_err(|e| js_message(&e))?;
-    let global: WorkerGlobalScope = js_sys::global().unchecked_into();
     let started = clock::now_ms();
-    let fetch = JsFuture::from(global.fetch_with_request(&request));
-    let timer = worker::Delay::from(Duration::from_millis(u64::from(timeout_ms)));
-    futures_util::pin_mut!(fetch);
-    match select(fetch, timer).await {
-        Either::Left((Ok(v), _)) => v
-            .dyn_into::<WsResponse>()
-            .map(|r| (r, clock::now_ms() - started))
-            .map_err(|_| "fetch returned a non-response".into()),
-        Either::Left((Err(e), _)) => Err(format!("failed: {}", js_message(&e))),
-        Either::Right(_) => {
-            controller.abort();
-            Err(format!("timed out after {timeout_ms} ms"))
-        }
+    match js::fetch(url, &init, js::delay(timeout_ms)).await {
+        Fetched::Answer { response, .. } => Ok((response, clock::now_ms() - started)),
+        Fetched::Failed(e) => Err(format!("failed: {e}")),
+        Fetched::Late(()) => Err(format!("timed out after {timeout_ms} ms")),
     }
-}
-
-fn js_message(e: &wasm_bindgen::JsValue) -> String {
-    let text = e
-        .dyn_ref::<js_sys::Error>()
-        .map(|err| String::from(err.message()))
-        .or_else(|| e.as_string())
-        .unwrap_or_else(|| format!("{e:?}"));
-    log::clip(&text)
 }
 
 /// Probes one origin: passes when it answers `HEALTH_EXPECT_STATUS` within
 /// `MONITOR_TIMEOUT_MS`. The body is not read.
 async fn probe(origin: &str, path: &str, cfg: &Config) -> Probe {
-    let url = crate::proxy::target_url(origin, path, None);
+    let url = decider_core::forward::target_url(origin, path, None);
     match get(&url, cfg.monitor_timeout_ms).await {
         Ok((r, ms)) => {
             if let Some(b) = r.body() {
-                crate::upload::quietly(b.cancel());
+                js::quietly(b.cancel());
             }
             let ok = r.status() == cfg.health_expect_status;
             Probe {
@@ -178,21 +100,18 @@ async fn metrics(url: &str, timeout_ms: u32) -> Result<core::Metrics, String> {
     let (r, _) = get(url, timeout_ms).await?;
     if r.status() != 200 {
         if let Some(b) = r.body() {
-            crate::upload::quietly(b.cancel());
+            js::quietly(b.cancel());
         }
         return Err(format!("answered {}, expected 200", r.status()));
     }
     // The body shares the budget: a document that trickles in is as late as one that never
     // starts.
     let left = (f64::from(timeout_ms) - (clock::now_ms() - started)).max(1.0);
-    let text = r.text().map_err(|e| js_message(&e))?;
-    let text = JsFuture::from(text);
-    let timer = worker::Delay::from(Duration::from_millis(left as u64));
-    futures_util::pin_mut!(text);
-    let text = match select(text, timer).await {
-        Either::Left((Ok(v), _)) => v.as_string().unwrap_or_default(),
-        Either::Left((Err(e), _)) => return Err(format!("body failed: {}", js_message(&e))),
-        Either::Right(_) => return Err(format!("body timed out after {timeout_ms} ms")),
+    let text = r.text().map_err(|e| js::error_text(&e))?;
+    let text = match js::within(js::settle(text), left as u32).await {
+        Some(Ok(v)) => v.as_string().unwrap_or_default(),
+        Some(Err(e)) => return Err(format!("body failed: {e}")),
+        None => return Err(format!("body timed out after {timeout_ms} ms")),
     };
     if text.len() > METRICS_MAX_BYTES {
         return Err(format!(
@@ -229,7 +148,7 @@ pub async fn run(env: &Env, cfg: &Config, scheduled_ms: f64) {
         Err(e) => {
             // A lost history is rebuilt by the next runs; the run goes on.
             errors.push(format!("monitor state: {e}"));
-            State::default()
+            Stored::default()
         }
     };
 
@@ -323,16 +242,11 @@ pub async fn run(env: &Env, cfg: &Config, scheduled_ms: f64) {
         "down": down.names(),
         "errors": errors,
     });
-    let save = async {
-        let kv = env.kv(signals::BINDING).map_err(|e| e.to_string())?;
-        let text = serde_json::to_string(&state).map_err(|e| e.to_string())?;
-        kv.put(KEY, text)
-            .map_err(|e| e.to_string())?
-            .execute()
-            .await
-            .map_err(|e| e.to_string())
+    let saved = match serde_json::to_string(&state) {
+        Ok(text) => kv::put(env, kv::MONITOR_KEY, text).await,
+        Err(e) => Err(e.to_string()),
     };
-    if let Err(e) = save.await {
+    if let Err(e) = saved {
         log::event(
             "monitor_store_failed",
             json!({"error": log::clip(&e.to_string())}),
@@ -346,8 +260,7 @@ pub async fn run(env: &Env, cfg: &Config, scheduled_ms: f64) {
 /// The monitor's part of the admin `/v1/health` document: whether it is configured, its
 /// last run (when, per-origin results, what it wrote or why not) and the origins marked
 /// down now.
-pub fn report(cfg: &Config, state: &Result<Option<State>, String>, now_ms: f64) -> Value {
-    let window_ms = f64::from(cfg.signals_max_age_s) * 1000.0;
+pub fn report(cfg: &Config, state: &Result<Option<Stored>, String>, now_ms: f64) -> Value {
     match state {
         Err(e) => json!({"enabled": enabled(cfg), "error": e}),
         Ok(None) => json!({
@@ -357,7 +270,7 @@ pub fn report(cfg: &Config, state: &Result<Option<State>, String>, now_ms: f64) 
             "detail": if enabled(cfg) { "no monitor run yet (is a [triggers] crons line set?)" } else { "SIGNALS_URL and HEALTH_PATH are unset" },
         }),
         Ok(Some(s)) => {
-            let current = (now_ms - s.at).abs() <= window_ms;
+            let current = is_current(s.at, now_ms, cfg.signals_max_age_s);
             json!({
                 "enabled": enabled(cfg),
                 "last_run_age_s": ((now_ms - s.at) / 1000.0).max(0.0),
@@ -395,11 +308,11 @@ mod tests {
     #[test]
     fn marks_older_than_the_signals_window_are_not_in_force() {
         let c = cfg(&[("HEALTH_PATH", "/healthz"), ("SIGNALS_MAX_AGE_S", "60")]);
-        let state = State {
+        let state = Stored {
             at: 1_000_000.0,
             down: vec![Action::RouteB],
             last_run: json!({"written": true}),
-            ..State::default()
+            ..Stored::default()
         };
         let s = Ok(Some(state));
         let now = report(&c, &s, 1_030_000.0);
@@ -410,24 +323,5 @@ mod tests {
         let later = report(&c, &s, 1_060_001.0);
         assert_eq!(later["down"], json!([]));
         assert_eq!(later["marks_current"], false);
-    }
-
-    #[test]
-    fn the_stored_state_round_trips_and_routing_reads_its_marks() {
-        let mut state = State {
-            at: 5.0,
-            down: vec![Action::RouteA, Action::RouteC],
-            ..State::default()
-        };
-        state
-            .origins
-            .insert(Action::RouteA, OriginHealth::default());
-        let text = serde_json::to_string(&state).unwrap();
-        let back: State = serde_json::from_str(&text).unwrap();
-        assert_eq!(back.down, state.down);
-        assert_eq!(back.origins, state.origins);
-        let marks: Marks = serde_json::from_str(&text).unwrap();
-        assert_eq!(marks.down, [Action::RouteA, Action::RouteC]);
-        assert_eq!(marks.at, 5.0);
     }
 }

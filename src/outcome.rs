@@ -9,7 +9,7 @@ use crate::error::ApiError;
 use crate::http;
 use crate::isolate::Isolate;
 use crate::log;
-use decider_core::record::{OutcomeRecord, Record};
+use decider_core::record::OutcomeRecord;
 use serde_json::json;
 use worker::{Request, Response};
 
@@ -29,6 +29,6 @@ pub async fn handle(req: &mut Request, iso: &Isolate) -> Result<Response, ApiErr
     let bytes = http::read_json_body(req).await?;
     let record = OutcomeRecord::from_body(&bytes, clock::iso_now())?;
     let answer = json!({"accepted": true, "decision_id": record.decision_id});
-    log::emit(&Record::Outcome(record));
+    log::write(&record.to_line());
     http::json(202, &answer).map_err(|_| ApiError::internal())
 }

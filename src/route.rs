@@ -2,14 +2,16 @@
 //! signals, the decision, then the request proxied to the chosen origin or rejected.
 
 use crate::clock;
-use crate::decide::{decide, Context};
+use crate::decide::{self, decide, Context};
 use crate::error::ApiError;
 use crate::http;
 use crate::isolate::Isolate;
 use crate::log;
 use crate::proxy::{self, Forwarded};
 use crate::signals;
-use decider_core::record::{Arm, Endpoint, RequestInfo, RouteOutcome};
+use decider_core::record::{Endpoint, RequestInfo, RouteOutcome};
+use decider_core::rollout::Arm;
+use decider_core::time::hour_from_ms;
 use decider_core::{Action, Gates, State};
 use worker::{Env, Request, Response};
 
@@ -42,7 +44,7 @@ pub async fn handle(req: Request, env: &Env, iso: &Isolate) -> worker::Result<Re
     let state = State::from_parts(
         request_type,
         region_id,
-        clock::hour_from_ms(now),
+        hour_from_ms(now),
         current.signals(),
     );
     let ctx = Context {
@@ -75,7 +77,7 @@ pub async fn handle(req: Request, env: &Env, iso: &Isolate) -> worker::Result<Re
         signals_age_s: current.snapshot.map(|s| s.age_s(now)),
         signals_detail: if current.fresh { None } else { current.detail },
     });
-    decided.log(iso);
+    decide::log(iso, &decided);
     Ok(forwarded.response)
 }
 

@@ -1,8 +1,8 @@
 //! Live backend signals: Workers KV (binding `SIGNALS`), an in-isolate cache, and the
 //! admin endpoint that writes them (`PUT /v1/admin/signals`).
 //!
-//! One snapshot, one KV key, written by the admin push or the scheduled monitor
-//! ([`crate::monitor`]), each through [`store`]. The Worker stamps `updated_at` and `source`
+//! One snapshot, one KV key, written by the admin push or the scheduled monitor, each
+//! through [`store`]. The Worker stamps `updated_at` and `source`
 //! when it stores a snapshot; routing treats a missing snapshot, or one older than
 //! `SIGNALS_MAX_AGE_S`, as stale. With `HEALTH_PATH` set, the origins the monitor marks
 //! down are read beside it (the monitor's own key) and cached with it.
@@ -12,19 +12,15 @@ use crate::config::Config;
 use crate::error::ApiError;
 use crate::http;
 use crate::isolate::Isolate;
+use crate::kv;
 use crate::log;
-use crate::monitor;
-use decider_core::monitor::OriginSet;
-use decider_core::routing::{Snapshot, SnapshotSource};
+use decider_core::failover::OriginSet;
+use decider_core::monitor::marks_from_json;
+use decider_core::signals::{is_current, Snapshot, SnapshotSource};
 use decider_core::Signals;
 use serde_json::json;
 use std::cell::RefCell;
 use worker::{Env, Method, Request, Response};
-
-/// The KV binding name.
-pub const BINDING: &str = "SIGNALS";
-/// The KV key of the snapshot.
-pub const KEY: &str = "signals";
 
 /// One read of KV, kept for `SIGNALS_CACHE_S`.
 #[derive(Debug, Clone)]
@@ -61,14 +57,7 @@ impl Current {
     /// The signals to put in the state: the snapshot's, or zeros when there is none (the
     /// decision is then `stale_signals`, and rules ignore signal fields).
     pub fn signals(&self) -> Signals {
-        self.snapshot.map_or(
-            Signals {
-                current_load: 0.0,
-                recent_success_rate: 0.0,
-                queue_depth: 0.0,
-            },
-            |s| s.signals,
-        )
+        self.snapshot.map_or(Signals::NONE, |s| s.signals)
     }
 }
 
@@ -77,17 +66,7 @@ impl Current {
 /// # Errors
 /// Why it could not be read (binding, KV, stored value), fit for /v1/health.
 pub async fn read(env: &Env) -> Result<Option<Snapshot>, String> {
-    let kv = env
-        .kv(BINDING)
-        .map_err(|e| format!("no {BINDING} KV binding: {e}"))?;
-    let text = kv.get(KEY).text().await.map_err(|e| {
-        // The whole error (stack included) goes to the log only; /v1/health is public.
-        let full = e.to_string();
-        log::event("signals_read_failed", json!({"error": log::clip(&full)}));
-        let first = full.lines().next().unwrap_or_default();
-        format!("KV read failed: {}", log::clip(first))
-    })?;
-    match text {
+    match kv::get(env, kv::SIGNALS_KEY).await? {
         None => Ok(None),
         Some(t) => Snapshot::from_json(&t)
             .map(Some)
@@ -111,7 +90,11 @@ pub async fn current(env: &Env, cfg: &Config) -> Current {
             // The down marks are read only where a monitor probes; both reads at once.
             let marks = async {
                 match &cfg.health_path {
-                    Some(_) => monitor::read_down(env).await,
+                    Some(_) => kv::get(env, kv::MONITOR_KEY)
+                        .await
+                        .ok()
+                        .flatten()
+                        .and_then(|t| marks_from_json(&t)),
                     None => None,
                 }
             };
@@ -133,13 +116,12 @@ pub async fn current(env: &Env, cfg: &Config) -> Current {
     };
     let detail = detail.or_else(|| snapshot.is_none().then(|| "no signals stored".to_string()));
     let now = clock::now_ms();
-    let window_ms = f64::from(cfg.signals_max_age_s) * 1000.0;
     Current {
         fresh: snapshot.is_some_and(|s| s.is_fresh(now, cfg.signals_max_age_s)),
         snapshot,
         detail,
         down: down
-            .filter(|(_, at)| (now - at).abs() <= window_ms)
+            .filter(|(_, at)| is_current(*at, now, cfg.signals_max_age_s))
             .map_or(OriginSet::EMPTY, |(d, _)| d),
     }
 }
@@ -150,14 +132,7 @@ pub async fn current(env: &Env, cfg: &Config) -> Current {
 /// # Errors
 /// Why it could not be stored (binding, KV).
 pub async fn store(env: &Env, snapshot: Snapshot) -> Result<(), String> {
-    let kv = env
-        .kv(BINDING)
-        .map_err(|e| format!("no {BINDING} KV binding: {e}"))?;
-    kv.put(KEY, snapshot.to_value().to_string())
-        .map_err(|e| e.to_string())?
-        .execute()
-        .await
-        .map_err(|e| e.to_string())?;
+    kv::put(env, kv::SIGNALS_KEY, snapshot.to_value().to_string()).await?;
     // This isolate sees its own write at once; others within SIGNALS_CACHE_S (plus KV's
     // own propagation). The down marks are the monitor's: kept as they were.
     CACHE.with(|c| {

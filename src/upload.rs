@@ -6,10 +6,9 @@
 //! being sent, the origin may leave one chunk untaken for at most that long. Reading the
 //! client is not timed: a slow upload holds only the client's own request.
 
-use futures_util::future::{select, Either};
+use crate::js;
 use js_sys::futures::{spawn_local, JsFuture};
 use js_sys::{BigInt, Function, Promise, Reflect};
-use std::time::Duration;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{ReadableStream, ReadableStreamDefaultReader, WritableStreamDefaultWriter};
 use worker::worker_sys::FixedLengthStream;
@@ -105,7 +104,7 @@ impl Upload {
 
     /// Stops sending: the attempt is over without a usable answer.
     pub fn abandon(&self) {
-        quietly(self.writer.abort());
+        js::quietly(self.writer.abort());
     }
 }
 
@@ -122,7 +121,7 @@ async fn pump(
         let next = match JsFuture::from(reader.read()).await {
             Ok(next) => next,
             Err(e) => {
-                quietly(writer.abort_with_reason(&e));
+                js::quietly(writer.abort_with_reason(&e));
                 break Sent::Broken;
             }
         };
@@ -131,31 +130,23 @@ async fn pump(
             .and_then(|d| d.as_bool())
             .unwrap_or(true);
         if finished {
-            quietly(writer.close());
+            js::quietly(writer.close());
             break Sent::All;
         }
         let chunk = Reflect::get(&next, &JsValue::from_str("value")).unwrap_or(JsValue::UNDEFINED);
         let write = JsFuture::from(writer.write_with_chunk(&chunk));
-        let stall = worker::Delay::from(Duration::from_millis(u64::from(stall_ms)));
-        futures_util::pin_mut!(stall);
-        match select(write, stall).await {
-            Either::Left((Ok(_), _)) => {}
-            Either::Left((Err(_), _)) => {
-                quietly(reader.cancel());
+        match js::within(write, stall_ms).await {
+            Some(Ok(_)) => {}
+            Some(Err(_)) => {
+                js::quietly(reader.cancel());
                 break Sent::Broken;
             }
-            Either::Right(_) => {
-                quietly(reader.cancel());
-                quietly(writer.abort());
+            None => {
+                js::quietly(reader.cancel());
+                js::quietly(writer.abort());
                 break Sent::Stalled;
             }
         }
     };
     let _ = done.call1(&JsValue::NULL, &JsValue::from_str(end.name()));
-}
-
-/// Lets a promise settle unobserved without an unhandled rejection (`JsFuture` attaches both
-/// handlers, and keeps them alive until one runs).
-pub(crate) fn quietly(p: Promise) {
-    drop(JsFuture::from(p));
 }

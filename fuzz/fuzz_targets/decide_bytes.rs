@@ -1,15 +1,21 @@
 //! Bytes → the whole decision path, as the Worker runs it: a request body `{"state": …}` is
 //! validated, encoded and scored by the model (the shipped artifact when present, else the
-//! tiny test one), and the policy decides under every model outcome, gate and mode. The
-//! same bytes are also read as a remote model's answer (`ModelOutput::from_remote_json`).
-//! Laws: nothing panics; an accepted body is a valid state; usable outputs are finite with probabilities summing to 1; the
-//! policy's source, fallback reason and action agree with each other and with the inputs.
+//! tiny test one), and `decider_core::request::decide` — the composition the Worker calls —
+//! decides under every model outcome (a remote model's, fed in), gate and mode, with
+//! exploration on and off. The same bytes are also read as a remote model's answer
+//! (`ModelOutput::from_remote_json`). Laws: nothing panics; an accepted body is a valid
+//! state; usable outputs are finite with probabilities summing to 1; the decision's source,
+//! fallback reason and action agree with each other and with the inputs; its record fits in
+//! a line, says what the decision says, and reads back as written; the answer is its JSON.
 #![no_main]
 
-use decider_core::policy::{decide, Inputs};
+use decider_core::record::{Endpoint, Record, MAX_LINE_BYTES};
+use decider_core::request::{self, Remote, Request};
+use decider_core::rollout::Arm;
 use decider_core::{
-    encode, Action, Decision, FallbackReason, Gates, Model, ModelError, ModelOutcome, ModelOutput,
-    PolicyConfig, RuleTable, Source, State, DEFAULT_RULES_JSON,
+    encode, Action, Decider, Decision, Explore, FallbackReason, Gates, Model, ModelError,
+    ModelOutcome, ModelOutput, ModelSource, Params, PolicyConfig, RuleTable, Source, State,
+    Threshold, DEFAULT_RULES_JSON,
 };
 use decider_fuzz::{check_features, check_probabilities, check_state, model, sample_states};
 use libfuzzer_sys::fuzz_target;
@@ -148,6 +154,7 @@ fuzz_target!(|data: &[u8]| {
         outcomes.push(ModelOutcome::Output(o));
     }
 
+    let threshold = Threshold::new(model.threshold()).expect("the artifact's threshold is valid");
     for outcome in &outcomes {
         for (stale_signals, holdout) in [(false, false), (true, false), (false, true), (true, true)]
         {
@@ -155,56 +162,65 @@ fuzz_target!(|data: &[u8]| {
                 stale_signals,
                 holdout,
             };
-            for shadow in [false, true] {
-                let cfg = PolicyConfig {
-                    threshold: model.threshold(),
+            for (shadow, with_rules, explore) in [
+                (false, true, 0.0),
+                (true, true, 0.0),
+                (false, false, 0.0),
+                (false, true, 20.0),
+            ] {
+                let params = Params {
+                    threshold: Some(threshold),
                     default_action: Action::ALL[(data.len() / 4) % 4],
                     ood_check: true,
                     shadow,
+                    explore: Explore::from_percent(explore).expect("a valid share"),
                 };
-                let inputs = Inputs {
-                    state: &state,
-                    outcome,
+                // A remote model's decider is handed each outcome, as the Worker hands it
+                // the Workers AI answer.
+                let decider = Decider::new(
+                    ModelSource::Remote {
+                        name: model.version().to_string(),
+                        threshold: Some(model.threshold()),
+                    },
+                    with_rules.then(|| rules.clone()),
+                    params,
+                );
+                let req = Request {
+                    state,
                     gates,
-                    rules: Some(rules),
-                    ranges: Some(model.ranges()),
-                    model_version: Some(model.version()),
+                    endpoint: if holdout { Endpoint::Route } else { Endpoint::Decide },
+                    arm: if holdout { Arm::Holdout } else { Arm::Champion },
+                    decision_id: format!("fuzz-{}", data.len()),
+                    request_id: std::str::from_utf8(data).ok(),
+                    backend: "workers-ai",
+                    now_ms: c,
+                    decision_us: data.len() as u64,
                 };
-                check_decision(&decide(inputs, &cfg), outcome, gates, &cfg, true);
+                let remote = Remote {
+                    outcome: outcome.clone(),
+                    detail: None,
+                };
+                let decided = request::decide(&decider, req, Some(remote));
+                let cfg = decider.policy();
+                let d = &decided.decision;
+                if explore == 0.0 {
+                    check_decision(d, outcome, gates, cfg, with_rules);
+                }
+                // The record says what the decision says, fits a line, reads back as written.
+                let r = &decided.record;
+                assert_eq!((r.action, r.source, r.fallback_reason), (d.action, d.source, d.fallback_reason));
+                assert!(r.propensity > 0.0 && r.propensity <= 1.0, "{r:?}");
+                let line = r.to_line();
+                assert!(line.len() <= MAX_LINE_BYTES, "{} bytes", line.len());
+                let back = Record::from_line(&line).expect("a written record reads back");
+                let Record::Decision(back) = back else {
+                    panic!("not a decision: {line}")
+                };
+                assert_eq!((back.action, back.state, back.propensity), (r.action, r.state, r.propensity));
+                let answer: serde_json::Value =
+                    serde_json::from_str(&decided.answer()).expect("the answer is JSON");
+                assert_eq!(answer["action"], d.action.name());
             }
-        }
-        // Unchecked thresholds (NaN, infinities, out of range) and no rule table.
-        for threshold in [
-            c,
-            f64::NAN,
-            f64::NEG_INFINITY,
-            -1.0,
-            0.0,
-            1.0,
-            2.0,
-            f64::INFINITY,
-        ] {
-            let cfg = PolicyConfig {
-                threshold,
-                default_action: Action::RouteC,
-                ood_check: false,
-                shadow: false,
-            };
-            let inputs = Inputs {
-                state: &state,
-                outcome,
-                gates: Gates::default(),
-                rules: None,
-                ranges: None,
-                model_version: None,
-            };
-            check_decision(
-                &decide(inputs, &cfg),
-                outcome,
-                Gates::default(),
-                &cfg,
-                false,
-            );
         }
     }
 });

@@ -3,11 +3,11 @@
 //! about one. Signals are validated from the same value.
 #![no_main]
 
-use decider_core::{encode, Signals, State, StateError};
+use decider_core::{encode, Signals, State, FieldError};
 use decider_fuzz::{check_features, check_state};
 use libfuzzer_sys::fuzz_target;
 
-fn check_error(e: &StateError) {
+fn check_error(e: &FieldError) {
     assert!(!e.to_string().is_empty());
     match e.code() {
         "missing_field" | "unknown_field" | "out_of_range" => {

@@ -1,7 +1,7 @@
 #![allow(clippy::expect_used)]
 
 use super::*;
-use decider_core::routing::CanaryKey;
+use decider_core::rollout::CanaryKey;
 use decider_core::Threshold;
 
 fn cfg(pairs: &[(&str, &str)]) -> Config {
@@ -13,11 +13,11 @@ fn defaults_without_vars() {
     let c = cfg(&[]);
     assert_eq!(c.backend, BackendKind::Embedded);
     assert_eq!(c.ai_timeout_ms, 25);
-    assert_eq!(c.threshold_override, None);
-    assert_eq!(c.default_action, Action::RouteA);
+    assert_eq!(c.params.threshold, None);
+    assert_eq!(c.params.default_action, Action::RouteA);
     assert_eq!(c.rules_source, RulesSource::Default);
     assert!(c.rules.is_some(), "the shipped rule table must load");
-    assert!(c.ood_check && !c.shadow && !c.debug_endpoints);
+    assert!(c.params.ood_check && !c.params.shadow && !c.debug_endpoints);
     assert!(c.errors.is_empty(), "{:?}", c.errors);
 }
 
@@ -40,11 +40,11 @@ fn valid_values_are_used() {
     assert_eq!(c.backend, BackendKind::WorkersAi);
     assert_eq!(c.ai_model, "@cf/acme/decider");
     assert_eq!(c.ai_timeout_ms, 40);
-    assert_eq!(c.threshold_override.map(Threshold::get), Some(0.65));
-    assert_eq!(c.default_action, Action::Reject);
+    assert_eq!(c.params.threshold.map(Threshold::get), Some(0.65));
+    assert_eq!(c.params.default_action, Action::Reject);
     assert_eq!(c.rules_source, RulesSource::Config);
     assert_eq!(c.rules.as_ref().unwrap().version(), "mine");
-    assert!(!c.ood_check && c.shadow && c.debug_endpoints);
+    assert!(!c.params.ood_check && c.params.shadow && c.debug_endpoints);
     assert!(c.errors.is_empty(), "{:?}", c.errors);
 }
 
@@ -61,10 +61,10 @@ fn invalid_values_fall_back_and_are_reported() {
     ]);
     assert_eq!(c.backend, BackendKind::Embedded);
     assert_eq!(c.ai_timeout_ms, 25);
-    assert_eq!(c.threshold_override, None);
-    assert_eq!(c.default_action, Action::RouteA);
+    assert_eq!(c.params.threshold, None);
+    assert_eq!(c.params.default_action, Action::RouteA);
     assert_eq!(c.rules_source, RulesSource::Default);
-    assert!(c.ood_check && !c.shadow);
+    assert!(c.params.ood_check && !c.params.shadow);
     let vars: Vec<&str> = c.errors.iter().map(|e| e.var).collect();
     assert_eq!(
         vars,

@@ -1,15 +1,18 @@
 //! The whole decision as a plain wasm module (no wasm-bindgen, no imports), timed in V8 by
 //! bench/micro.mjs with nothing of HTTP or JS glue in the way.
 //!
-//! What is timed is `decider_core::decider::decide_body_text` (body text → decision JSON,
-//! what `/v1/decide` computes between reading the body and writing the response) through the
+//! What is timed is what `/v1/decide` computes between reading the body and writing the
+//! response: `State::from_body`, then `decider_core::request::decide` (the one composition
+//! of decision, record and answer the Worker calls) and the answer's text, through the
 //! `Decider` the Worker builds from the shipped model and the default rules, on the criterion
 //! bench's seeded states. Exports: `init() -> i32` (0, or 1 when the shipped model or the
 //! rules are refused: the claim is about that model, so there is no fallback) and
 //! `bench_whole(iters) -> checksum`.
 
-use decider_core::decider::decide_body_text;
-use decider_core::{Decider, Model, ModelSource, Params, RuleTable};
+use decider_core::record::Endpoint;
+use decider_core::request::{self, Request};
+use decider_core::rollout::Arm;
+use decider_core::{Decider, Gates, Model, ModelSource, Params, RuleTable, State};
 use std::sync::{Arc, OnceLock};
 
 const ARTIFACT_JSON: &str = include_str!("../../../model/decision-model.json");
@@ -40,6 +43,27 @@ fn engine() -> Option<&'static Engine> {
         .as_ref()
 }
 
+/// One `/v1/decide` body → its answer, as the Worker computes it (a fixed id and clock).
+fn decide_body(decider: &Decider, body: &[u8]) -> String {
+    match State::from_body(body, 12) {
+        Ok(state) => {
+            let req = Request {
+                state,
+                gates: Gates::default(),
+                endpoint: Endpoint::Decide,
+                arm: Arm::Champion,
+                decision_id: "4ae12971-112e-44b1-a38b-7063b8e5186f".to_string(),
+                request_id: None,
+                backend: "embedded",
+                now_ms: 1_796_205_600_000.0,
+                decision_us: 0,
+            };
+            request::decide(decider, req, None).answer()
+        }
+        Err(e) => e.to_string(),
+    }
+}
+
 /// 0 when the shipped model and the default rules load, 1 otherwise.
 #[no_mangle]
 pub extern "C" fn init() -> i32 {
@@ -52,7 +76,7 @@ pub extern "C" fn init() -> i32 {
 pub extern "C" fn bench_whole(iters: u32) -> u32 {
     let Some(e) = engine() else { return 0 };
     (0..iters as usize).fold(0u32, |sum, i| {
-        let out = decide_body_text(&e.decider, e.bodies[i % N_STATES].as_bytes(), 12);
+        let out = decide_body(&e.decider, e.bodies[i % N_STATES].as_bytes());
         sum.wrapping_add(out.len() as u32)
     })
 }
@@ -68,7 +92,7 @@ mod tests {
         let mut by_model = 0;
         for b in &e.bodies {
             let v: serde_json::Value =
-                serde_json::from_str(&decide_body_text(&e.decider, b.as_bytes(), 12)).unwrap();
+                serde_json::from_str(&decide_body(&e.decider, b.as_bytes())).unwrap();
             assert!(v["action"].is_string(), "{b}: {v}");
             by_model += usize::from(v["source"] == "model");
         }

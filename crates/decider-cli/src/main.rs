@@ -434,7 +434,7 @@ fn cmd_decide(a: DecideArgs) -> Result<()> {
         }
         let t0 = Instant::now();
         let parsed = serde_json::from_str::<Value>(&line)
-            .map_err(|e| decider_core::StateError::from_serde(&e))
+            .map_err(|e| decider_core::FieldError::from_serde(&e))
             .and_then(|v| match v.get("state") {
                 Some(s) if v.as_object().is_some_and(|o| o.len() == 1) => {
                     State::from_value(s, utc_hour()).map_err(|e| e.within("state"))

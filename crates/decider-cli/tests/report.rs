@@ -31,11 +31,11 @@ fn report(lines: &[String]) -> Value {
 }
 
 #[test]
-fn join_counts_orphans_duplicates_and_the_last_outcome_wins() {
+fn join_counts_orphans_duplicates_and_the_first_outcome_counts() {
     let lines = vec![
         decision("d1", 0, "decide", "champion", None, "route_a", "m-1", None),
         outcome("d1", 1, Some(0.0), None, None),
-        outcome("d1", 2, Some(1.0), None, None), // last wins: d1 succeeded
+        outcome("d1", 2, Some(1.0), None, None), // skipped: the first outcome counts
         outcome("ghost", 3, Some(1.0), None, None), // orphan
         outcome("d2", 4, Some(0.0), None, None), // before its decision
         decision("d2", 5, "decide", "champion", None, "route_b", "m-1", None),
@@ -67,15 +67,18 @@ fn join_counts_orphans_duplicates_and_the_last_outcome_wins() {
     let r = report(&lines);
     assert_eq!(r["decisions"], 5);
     assert_eq!(r["duplicate_decisions"], 1);
-    assert_eq!(r["outcomes"], 6);
+    assert_eq!(r["outcomes"], 5);
     assert_eq!(r["orphan_outcomes"], 1);
-    assert_eq!(r["duplicate_outcomes"], 1);
+    assert_eq!(r["skipped"]["duplicate_outcome"], 1);
     let decide = &r["by_endpoint"]["decide"];
     assert_eq!(
         (decide["n"].as_u64(), decide["with_outcome"].as_u64()),
         (Some(3), Some(2))
     );
-    assert_eq!(decide["successes"], 1.0);
+    assert_eq!(
+        decide["successes"], 0.0,
+        "d1 failed by its first outcome, d2 by its own"
+    );
     let route = &r["by_endpoint"]["route"];
     assert_eq!(
         (route["n"].as_u64(), route["with_outcome"].as_u64()),

@@ -35,7 +35,6 @@ fn json_output_is_one_object_with_the_documented_keys() {
         "decisions",
         "outcomes",
         "orphan_outcomes",
-        "duplicate_outcomes",
         "by_source",
         "by_model_version",
         "by_origin",

@@ -3,18 +3,20 @@
 //! Stages: `parse` (request body text → JSON value), `validate` (value → [`State`]),
 //! `encode` (state → 16 features), `infer` (features → calibrated probabilities),
 //! `policy` (model output + rules → [`Decision`]), `parse_validate` (body text → [`State`], the
-//! Worker's path), `serialise` (decision → JSON text), and `whole` (body text → decision JSON
-//! text, everything the Worker's `/v1/decide` does between reading the body and writing
-//! the response). Each iteration cycles through a fixed, seeded set of states so branchy
+//! Worker's path), `serialise` (decision → JSON text), and `whole` (body text → the answer's
+//! text through [`decider_core::request::decide`], everything the Worker's `/v1/decide` does
+//! between reading the body and writing the response). Each iteration cycles through a fixed, seeded set of states so branchy
 //! code (tree traversal, rule hits, fallbacks) is not measured on one lucky path.
 //!
 //! The model is `model/decision-model.json` (the artifact the Worker embeds); when it is
 //! missing the tiny test artifact is used and the benchmark names say so.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use decider_core::decider::decide_body_text;
 use decider_core::model::tests_support::TINY_ARTIFACT;
 use decider_core::policy::{decide, Inputs};
+use decider_core::record::Endpoint;
+use decider_core::request::{self, Request};
+use decider_core::rollout::Arm;
 use decider_core::{
     encode, Decider, Decision, Gates, Model, ModelOutcome, ModelSource, Params, RuleTable, State,
     DEFAULT_RULES_JSON,
@@ -117,7 +119,21 @@ fn benches(c: &mut Criterion) {
         b.iter(|| serde_json::to_string(black_box(&decisions[tick()])))
     });
     g.bench_function("whole", |b| {
-        b.iter(|| decide_body_text(&decider, black_box(bodies[tick()].as_bytes()), 12))
+        b.iter(|| {
+            let state = State::from_body(black_box(bodies[tick()].as_bytes()), 12)?;
+            let req = Request {
+                state,
+                gates: Gates::default(),
+                endpoint: Endpoint::Decide,
+                arm: Arm::Champion,
+                decision_id: "4ae12971-112e-44b1-a38b-7063b8e5186f".to_string(),
+                request_id: None,
+                backend: "embedded",
+                now_ms: 1_796_205_600_000.0,
+                decision_us: 0,
+            };
+            Ok::<_, decider_core::FieldError>(request::decide(&decider, req, None).answer())
+        })
     });
     g.finish();
 

@@ -37,6 +37,9 @@ impl Action {
         Action::Reject,
     ];
 
+    /// The routed actions, the ones with an origin (every action but `reject`).
+    pub const ROUTED: [Action; 3] = [Action::RouteA, Action::RouteB, Action::RouteC];
+
     /// Position of this action in [`ACTIONS`].
     pub fn index(self) -> usize {
         self as usize

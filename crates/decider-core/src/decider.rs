@@ -133,7 +133,7 @@ pub struct Served {
 }
 
 /// The route actions exploration draws from.
-const ROUTES: [Action; 3] = [Action::RouteA, Action::RouteB, Action::RouteC];
+const ROUTES: [Action; 3] = Action::ROUTED;
 
 /// A uniform draw in `[0, 2^64)` derived from a decision id (FNV-1a, then a SplitMix64
 /// finaliser so that ids differing in one character spread over the whole range). The same id
@@ -308,18 +308,6 @@ impl Decider {
             },
             &self.policy,
         )
-    }
-}
-
-/// Request body text → decision JSON text (or `{"error": …}` for a bad body): what the
-/// Worker's `/v1/decide` computes between reading the body and writing the response. The
-/// criterion benches and the wasm micro-benchmark time this one function.
-#[doc(hidden)]
-pub fn decide_body_text(decider: &Decider, text: &[u8], default_hour: u8) -> String {
-    match State::from_body(text, default_hour) {
-        Ok(s) => serde_json::to_string(&decider.decide(&s, Gates::default()))
-            .unwrap_or_else(|e| format!("{{\"error\":{:?}}}", e.to_string())),
-        Err(e) => serde_json::json!({"error": e.to_string()}).to_string(),
     }
 }
 

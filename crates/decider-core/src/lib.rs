@@ -6,7 +6,9 @@
 //!
 //! # Layout
 //! - [`actions`]: the fixed action space ([`ACTIONS`]).
-//! - [`state`]: the request state, parsed and validated with field-naming errors.
+//! - [`json`]: validating JSON input field by field ([`FieldError`] names the field).
+//! - [`state`]: the request state, parsed and validated.
+//! - [`signals`]: live backend signals, the stored snapshot, the one freshness rule.
 //! - [`features`]: encoder v1, state → 16 floats.
 //! - [`artifact`]: the JSON artifact's schema (re-exported by [`model`]).
 //! - [`model`]: artifact validation and tree-ensemble inference.
@@ -14,41 +16,53 @@
 //! - [`output`]: a model's answer checked into a [`ModelOutcome`] (or why there is none).
 //! - [`rules`]: the first-hit rule table.
 //! - [`policy`]: model outcome + gates + rules → [`Decision`].
-//! - [`decider`]: [`Decider`], the one composition of model, rules and policy that every
-//!   caller decides through.
-//! - [`record`]: the decision and outcome records the Worker logs and the CLI reads back.
-//! - [`routing`]: what a request means for the decision at the edge: request types,
-//!   regions, canary buckets, failover, signal freshness.
+//! - [`decider`]: [`Decider`], model source + rules + checked parameters, and exploration.
+//! - [`request`]: one decision request served: decision, record and answer, composed once.
+//! - [`record`]: the decision and outcome records the Worker logs and every reader reads
+//!   back (one codec, with the lenient [`record::Reader`]).
+//! - [`time`]: ISO-8601 timestamps of the records, the UTC hour.
+//! - [`rollout`]: which arm serves a request (champion, challenger, holdout).
+//! - [`request_types`], [`regions`]: what an edge request means for the state.
+//! - [`failover`]: where a routed request goes, its attempts, its outcome, a 502's words.
+//! - [`forward`]: what crosses from client to origin and back (headers, bodies, statuses).
 //! - [`monitor`]: the origin monitor: probe histories with hysteresis, signals estimated from
-//!   probes or read from a metrics document, down origins passed over for their failover.
+//!   probes or read from a metrics document.
 //!
-//! Modules depend on each other in this order only (no cycles): `actions`, `state` →
-//! `features`, `rules` → `artifact` → `model` → `compact` → `output` → `policy` →
-//! `decider`, `record` → `routing` → `monitor`.
+//! Modules depend on each other in one direction (no cycles; `make structure` checks it).
 #![deny(missing_docs)]
 
 pub mod actions;
 pub mod artifact;
 pub mod compact;
 pub mod decider;
+pub mod failover;
 pub mod features;
+pub mod forward;
+pub mod json;
 pub mod model;
 pub mod monitor;
 pub mod output;
 pub mod policy;
 pub mod record;
-pub mod routing;
+pub mod regions;
+pub mod request;
+pub mod request_types;
+pub mod rollout;
 pub mod rules;
+pub mod signals;
 pub mod state;
+pub mod time;
 
 pub use actions::{Action, ACTIONS, NUM_ACTIONS};
 pub use decider::{Decider, Explore, ModelSource, Params, Served, ThresholdSource};
 pub use features::{encode, Features, ENCODER_VERSION, FEATURE_DIM};
+pub use json::FieldError;
 pub use model::{Artifact, ArtifactError, Model};
 pub use output::{ModelError, ModelOutcome, ModelOutput};
 pub use policy::{Decision, FallbackReason, Gates, PolicyConfig, Source, Threshold};
 pub use rules::{RuleError, RuleTable};
-pub use state::{Signals, State, StateError};
+pub use signals::Signals;
+pub use state::State;
 
 /// The shipped default rule table (`rules/default.json`), embedded at build time.
 pub const DEFAULT_RULES_JSON: &str = include_str!("../../../rules/default.json");

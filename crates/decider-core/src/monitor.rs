@@ -7,14 +7,11 @@
 //! the results here; nothing in this module reads a clock.
 
 use crate::actions::Action;
-use crate::routing::{Failover, Snapshot, SnapshotSource};
-use crate::state::Signals;
+use crate::failover::OriginSet;
+use crate::signals::{Signals, Snapshot, SnapshotSource};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
-
-/// The routed actions, the ones with an origin.
-pub const ROUTED: [Action; 3] = [Action::RouteA, Action::RouteB, Action::RouteC];
 
 /// How many of an origin's most recent passing probes its load estimate averages.
 pub const LOAD_PROBES: usize = 3;
@@ -24,92 +21,6 @@ pub const LOAD_PROBES: usize = 3;
 /// (`queue ≈ 35 × min(load, 1.2)`), without its noise. Probes cannot see a queue; a metrics
 /// document (`SIGNALS_URL`) gives the real one.
 pub const QUEUE_AT_FULL_LOAD: f64 = 35.0;
-
-/// A set of routed actions (the origins the monitor marks down), small and `Copy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct OriginSet(u8);
-
-impl OriginSet {
-    /// The empty set.
-    pub const EMPTY: OriginSet = OriginSet(0);
-
-    /// Whether `a` is in the set.
-    pub fn contains(self, a: Action) -> bool {
-        self.0 & (1 << a.index()) != 0
-    }
-
-    /// The set with `a` added.
-    pub fn with(self, a: Action) -> OriginSet {
-        OriginSet(self.0 | (1 << a.index()))
-    }
-
-    /// Whether the set is empty.
-    pub fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-
-    /// The members, in action order.
-    pub fn iter(self) -> impl Iterator<Item = Action> {
-        ROUTED.into_iter().filter(move |a| self.contains(*a))
-    }
-
-    /// The members' names, in action order.
-    pub fn names(self) -> Vec<&'static str> {
-        self.iter().map(Action::name).collect()
-    }
-}
-
-/// Where a routed request goes, given the origins the monitor marks down.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Plan {
-    /// The origin asked first.
-    pub first: Action,
-    /// The decided origin, when it was passed over because it is down (the request went
-    /// straight to `first`, its failover).
-    pub skipped: Option<Action>,
-    /// The origin asked once more when `first` gives no usable answer.
-    pub retry: Option<Action>,
-}
-
-/// Where a request decided for `action` goes, as a load balancer treats an unhealthy pool:
-/// a down origin is passed over for the first origin along its failover chain that is
-/// configured and up, which then serves as if it had been decided; its own failover (when
-/// configured, up, and not the passed-over origin) is the one retry. When nothing along the
-/// chain is up, the decided origin is asked anyway: with every candidate down, a request
-/// that may succeed beats one that surely fails.
-pub fn plan(
-    action: Action,
-    failover: &Failover,
-    down: OriginSet,
-    configured: impl Fn(Action) -> bool,
-) -> Plan {
-    let usable = |a: Action| configured(a) && !down.contains(a);
-    // Never back to the passed-over origin.
-    let retry_of = |first: Action| failover.of(first).filter(|&t| t != action && usable(t));
-    if down.contains(action) {
-        let mut at = action;
-        // The chain has at most three members; the bound stops a cycle.
-        for _ in 0..ROUTED.len() {
-            match failover.of(at) {
-                Some(next) if next == action => break,
-                Some(next) if usable(next) => {
-                    return Plan {
-                        first: next,
-                        skipped: Some(action),
-                        retry: retry_of(next),
-                    }
-                }
-                Some(next) => at = next,
-                None => break,
-            }
-        }
-    }
-    Plan {
-        first: action,
-        skipped: None,
-        retry: failover.of(action).filter(|&t| usable(t)),
-    }
-}
 
 /// The monitor's parameters, checked by the Worker's configuration.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -201,6 +112,39 @@ impl OriginHealth {
         let mean = recent.iter().sum::<f64>() / recent.len() as f64;
         Some(mean / p.load_baseline_ms)
     }
+}
+
+/// What the monitor keeps between runs (in KV), as stored.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stored {
+    /// When the last run ended, ms since the epoch.
+    #[serde(default)]
+    pub at: f64,
+    /// The origins marked down at that run.
+    #[serde(default)]
+    pub down: Vec<Action>,
+    /// Each probed origin's history and mark.
+    #[serde(default)]
+    pub origins: BTreeMap<Action, OriginHealth>,
+    /// The last run's report, as `/v1/health` shows it.
+    #[serde(default)]
+    pub last_run: Value,
+}
+
+/// Only what routing needs of the stored state: cheap to parse on a request's cache miss.
+#[derive(Deserialize)]
+struct Marks {
+    at: f64,
+    #[serde(default)]
+    down: Vec<Action>,
+}
+
+/// The origins a stored state marks down and when it marked them (ms), or `None` when the
+/// text is not a readable state.
+pub fn marks_from_json(text: &str) -> Option<(OriginSet, f64)> {
+    let m: Marks = serde_json::from_str(text).ok()?;
+    let set = m.down.into_iter().fold(OriginSet::EMPTY, OriginSet::with);
+    m.at.is_finite().then_some((set, m.at))
 }
 
 /// The origins marked down.
@@ -322,94 +266,6 @@ pub fn may_replace(stored: Option<&Snapshot>, now_ms: f64, max_age_s: u32) -> Re
 mod tests {
     use super::*;
     use Action::{RouteA as A, RouteB as B, RouteC as C};
-
-    fn all(_: Action) -> bool {
-        true
-    }
-
-    #[test]
-    fn origin_sets() {
-        let s = OriginSet::EMPTY.with(C).with(A);
-        assert!(s.contains(A) && s.contains(C) && !s.contains(B));
-        assert_eq!(s.names(), ["route_a", "route_c"]);
-        assert!(OriginSet::EMPTY.is_empty() && !s.is_empty());
-    }
-
-    #[test]
-    fn an_up_origin_is_asked_with_its_failover_as_retry() {
-        let f = Failover::shipped();
-        let p = plan(A, &f, OriginSet::EMPTY, all);
-        assert_eq!(
-            p,
-            Plan {
-                first: A,
-                skipped: None,
-                retry: Some(B)
-            }
-        );
-        // A down failover target is no retry.
-        let p = plan(A, &f, OriginSet::EMPTY.with(B), all);
-        assert_eq!(p.retry, None);
-        // An unconfigured one neither.
-        let p = plan(A, &f, OriginSet::EMPTY, |a| a != B);
-        assert_eq!(p.retry, None);
-    }
-
-    #[test]
-    fn a_down_origin_goes_straight_to_its_failover() {
-        let f = Failover::shipped();
-        let p = plan(A, &f, OriginSet::EMPTY.with(A), all);
-        assert_eq!(
-            p,
-            Plan {
-                first: B,
-                skipped: Some(A),
-                retry: Some(C)
-            }
-        );
-        // Its failover down too: the next one along the chain, never back to the down one.
-        let p = plan(A, &f, OriginSet::EMPTY.with(A).with(B), all);
-        assert_eq!(
-            p,
-            Plan {
-                first: C,
-                skipped: Some(A),
-                retry: None
-            }
-        );
-        // A two-cycle: C's failover is A, which is the skipped one, so no retry.
-        let two = Failover::from_json(r#"{"route_a": "route_b", "route_b": "route_a"}"#).unwrap();
-        let p = plan(A, &two, OriginSet::EMPTY.with(A), all);
-        assert_eq!(
-            p,
-            Plan {
-                first: B,
-                skipped: Some(A),
-                retry: None
-            }
-        );
-    }
-
-    #[test]
-    fn everything_down_asks_the_decided_origin() {
-        let f = Failover::shipped();
-        let down = OriginSet::EMPTY.with(A).with(B).with(C);
-        let p = plan(B, &f, down, all);
-        assert_eq!(
-            p,
-            Plan {
-                first: B,
-                skipped: None,
-                retry: None
-            }
-        );
-        // No failover configured for a down origin: it is asked anyway.
-        let none = Failover::from_json("{}").unwrap();
-        assert_eq!(plan(A, &none, OriginSet::EMPTY.with(A), all).first, A);
-        // A failover target without an origin is passed over along the chain.
-        let p = plan(A, &f, OriginSet::EMPTY.with(A), |a| a != B);
-        assert_eq!((p.first, p.skipped), (C, Some(A)));
-    }
 
     fn sample(ok: bool, ms: f64) -> Sample {
         Sample { ok, ms: Some(ms) }
@@ -547,5 +403,24 @@ mod tests {
         };
         assert!(may_replace(Some(&monitor), 100_001.0, 60).is_ok());
         assert!(may_replace(None, 0.0, 60).is_ok());
+    }
+
+    #[test]
+    fn the_stored_state_round_trips_and_routing_reads_its_marks() {
+        let mut state = Stored {
+            at: 5.0,
+            down: vec![A, C],
+            ..Stored::default()
+        };
+        state.origins.insert(A, OriginHealth::default());
+        let text = serde_json::to_string(&state).unwrap();
+        let back: Stored = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, state);
+        assert_eq!(
+            marks_from_json(&text),
+            Some((OriginSet::EMPTY.with(A).with(C), 5.0))
+        );
+        assert_eq!(marks_from_json("{}"), None);
+        assert_eq!(marks_from_json("not json"), None);
     }
 }

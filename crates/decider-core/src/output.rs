@@ -7,8 +7,9 @@
 
 use crate::actions::{Action, NUM_ACTIONS};
 use crate::features::encode;
+use crate::json::json_type;
 use crate::model::{argmax, Model, Probabilities};
-use crate::state::{json_type, State};
+use crate::state::State;
 use serde_json::Value;
 use thiserror::Error;
 

@@ -37,6 +37,14 @@ pub enum Source {
 }
 
 impl Source {
+    /// All sources, in wire order.
+    pub const ALL: [Source; 3] = [Source::Model, Source::Rules, Source::Default];
+
+    /// The source of a wire name.
+    pub fn parse_name(s: &str) -> Option<Source> {
+        Source::ALL.into_iter().find(|x| x.name() == s)
+    }
+
     /// Wire name.
     pub fn name(self) -> &'static str {
         match self {
@@ -68,6 +76,22 @@ pub enum FallbackReason {
 }
 
 impl FallbackReason {
+    /// All reasons, in declaration order.
+    pub const ALL: [FallbackReason; 7] = [
+        FallbackReason::LowConfidence,
+        FallbackReason::ModelError,
+        FallbackReason::ModelTimeout,
+        FallbackReason::ModelUnavailable,
+        FallbackReason::OutOfDistribution,
+        FallbackReason::StaleSignals,
+        FallbackReason::Holdout,
+    ];
+
+    /// The reason of a wire name.
+    pub fn parse_name(s: &str) -> Option<FallbackReason> {
+        FallbackReason::ALL.into_iter().find(|x| x.name() == s)
+    }
+
     /// Wire name.
     pub fn name(self) -> &'static str {
         match self {

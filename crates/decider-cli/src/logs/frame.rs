@@ -7,35 +7,24 @@
 //! a value that never closed starts over: the value before it was truncated.
 
 use super::multi::Multi;
-use super::raw::{Lax, RawLine, Scalar};
-use super::record::{is_record, to_record};
 use super::{ReadOptions, ReadStats, Record, SkipReason};
+use decider_core::record::Reader;
 use flate2::read::MultiGzDecoder;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde::Deserialize;
 use std::cell::Cell;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, IsTerminal, Read};
 use std::path::Path;
 use std::rc::Rc;
 
-/// How deep envelopes may nest (tail event → message string → record is depth 2).
-const MAX_ENVELOPE_DEPTH: u32 = 6;
 const BUF_BYTES: usize = 256 << 10;
 
 /// Streams records out of log files; see the [module docs](super).
 pub struct LogReader {
     opts: ReadOptions,
-    stats: ReadStats,
+    reader: Reader,
     bar: ProgressBar,
     read_before: u64,
-}
-
-/// Records and bad records found in one unit.
-#[derive(Default)]
-struct Tally {
-    found: u32,
-    bad: u32,
 }
 
 struct Counting<R> {
@@ -55,8 +44,8 @@ impl LogReader {
     /// A reader with no input read yet.
     pub fn new(opts: ReadOptions) -> LogReader {
         LogReader {
+            reader: Reader::new(opts.samples_per_reason),
             opts,
-            stats: ReadStats::default(),
             bar: ProgressBar::hidden(),
             read_before: 0,
         }
@@ -64,13 +53,13 @@ impl LogReader {
 
     /// What has been read so far.
     pub fn stats(&self) -> &ReadStats {
-        &self.stats
+        self.reader.stats()
     }
 
     /// The counters, consuming the reader.
     pub fn into_stats(self) -> ReadStats {
         self.bar.finish_and_clear();
-        self.stats
+        self.reader.into_stats()
     }
 
     /// Reads every path in order (`-` is stdin), handing each record to `visit`.
@@ -130,7 +119,7 @@ impl LogReader {
         input: R,
         visit: &mut dyn FnMut(Record),
     ) -> io::Result<()> {
-        self.stats.files += 1;
+        self.reader.stats_mut().files += 1;
         let count = Rc::new(Cell::new(0u64));
         let mut head = BufReader::with_capacity(
             BUF_BYTES,
@@ -153,7 +142,7 @@ impl LogReader {
             self.lines(name, head, &count, visit);
         }
         self.read_before += count.get();
-        self.stats.bytes += count.get();
+        self.reader.stats_mut().bytes += count.get();
         self.bar.set_position(self.read_before);
         Ok(())
     }
@@ -186,7 +175,7 @@ impl LogReader {
                 }
             }
             lineno += 1;
-            self.stats.lines += 1;
+            self.reader.stats_mut().lines += 1;
             if lineno.is_multiple_of(16_384) {
                 self.bar.set_position(self.read_before + count.get());
             }
@@ -269,171 +258,11 @@ impl LogReader {
 
     /// One line or one gathered value: a record, an envelope of records, or a skip.
     fn unit(&mut self, text: &[u8], name: &str, at: u64, visit: &mut dyn FnMut(Record)) {
-        let text = text.trim_ascii_end();
-        let mut tally = Tally::default();
-        let first = text
-            .iter()
-            .position(|c| !c.is_ascii_whitespace())
-            .unwrap_or(0);
-        if text.get(first) == Some(&b'[') {
-            let mut de = serde_json::Deserializer::from_slice(&text[first..]);
-            if let Ok(items) = Lax::<Box<RawLine<'_>>>::deserialize(&mut de) {
-                self.walk_lax(&items, 0, &mut tally, name, at, visit);
-                return self.end_unit(&tally, name, at);
-            }
-        }
-        let Some(brace) = text.iter().position(|&c| c == b'{') else {
-            return self.skip(SkipReason::NotJson, name, at, "no JSON object on the line");
-        };
-        // Checking UTF-8 once for the whole line is much cheaper than serde_json checking
-        // each string of a byte slice; invalid UTF-8 goes the slice way for its message.
-        let parsed = match std::str::from_utf8(&text[brace..]) {
-            Ok(s) => RawLine::deserialize(&mut serde_json::Deserializer::from_str(s)),
-            Err(_) => {
-                RawLine::deserialize(&mut serde_json::Deserializer::from_slice(&text[brace..]))
-            }
-        };
-        match parsed {
-            Ok(raw) => self.walk(&raw, 0, &mut tally, name, at, visit),
-            Err(e) => {
-                let reason = if e.classify() == serde_json::error::Category::Data {
-                    SkipReason::BadRecord
-                } else {
-                    SkipReason::NotJson
-                };
-                return self.skip(reason, name, at, &e.to_string());
-            }
-        }
-        self.end_unit(&tally, name, at);
-    }
-
-    fn end_unit(&mut self, tally: &Tally, name: &str, at: u64) {
-        if tally.found == 0 && tally.bad == 0 {
-            self.skip(
-                SkipReason::NotARecord,
-                name,
-                at,
-                "no decision or outcome record in this JSON value",
-            );
-        }
-    }
-
-    fn walk(
-        &mut self,
-        raw: &RawLine<'_>,
-        depth: u32,
-        tally: &mut Tally,
-        name: &str,
-        at: u64,
-        visit: &mut dyn FnMut(Record),
-    ) {
-        if is_record(raw) {
-            match to_record(raw) {
-                Ok(rec) => {
-                    tally.found += 1;
-                    match rec {
-                        Record::Decision(_) => self.stats.decisions += 1,
-                        Record::Outcome(_) => self.stats.outcomes += 1,
-                    }
-                    visit(rec);
-                }
-                Err(b) => {
-                    tally.bad += 1;
-                    self.skip(SkipReason::BadRecord, name, at, &b.to_string());
-                }
-            }
-            return;
-        }
-        if depth >= MAX_ENVELOPE_DEPTH {
-            return;
-        }
-        for logs in [&raw.logs, &raw.logs_logpush].into_iter().flatten() {
-            let Lax::Seq(entries) = logs else { continue };
-            for entry in entries {
-                let Lax::Map(entry) = entry else { continue };
-                for msg in [&entry.message, &entry.message_logpush]
-                    .into_iter()
-                    .flatten()
-                {
-                    self.walk_lax(msg, depth + 1, tally, name, at, visit);
-                }
-            }
-        }
-        let before = (tally.found, tally.bad);
-        if let Some(source) = &raw.source {
-            self.walk_lax(source, depth + 1, tally, name, at, visit);
-        }
-        // Workers Logs keeps the raw text in $metadata.message; read it only when the
-        // parsed `source` held no record (good or bad), or a record would count twice.
-        if (tally.found, tally.bad) == before {
-            if let Some(Lax::Map(meta)) = &raw.metadata {
-                if let Some(Scalar::Str(s)) = &meta.message {
-                    self.text(s, depth + 1, tally, name, at, visit);
-                }
-            }
-        }
-        for inner in [&raw.result, &raw.events].into_iter().flatten() {
-            self.walk_lax(inner, depth + 1, tally, name, at, visit);
-        }
-    }
-
-    fn walk_lax(
-        &mut self,
-        v: &Lax<'_, Box<RawLine<'_>>>,
-        depth: u32,
-        tally: &mut Tally,
-        name: &str,
-        at: u64,
-        visit: &mut dyn FnMut(Record),
-    ) {
-        match v {
-            Lax::Map(raw) => self.walk(raw, depth, tally, name, at, visit),
-            Lax::Seq(items) => {
-                for item in items {
-                    if !matches!(item, Lax::Seq(_)) {
-                        self.walk_lax(item, depth, tally, name, at, visit);
-                    }
-                }
-            }
-            Lax::Scalar(Scalar::Str(s)) => self.text(s, depth, tally, name, at, visit),
-            Lax::Scalar(_) => {}
-        }
-    }
-
-    /// A message string inside an envelope: our line, possibly after a prefix.
-    fn text(
-        &mut self,
-        s: &str,
-        depth: u32,
-        tally: &mut Tally,
-        name: &str,
-        at: u64,
-        visit: &mut dyn FnMut(Record),
-    ) {
-        let Some(brace) = s.find('{') else { return };
-        let mut de = serde_json::Deserializer::from_str(&s[brace..]);
-        if let Ok(raw) = RawLine::deserialize(&mut de) {
-            self.walk(&raw, depth, tally, name, at, visit);
-        }
+        self.reader.read_unit(text, &format!("{name}:{at}"), visit);
     }
 
     fn skip(&mut self, reason: SkipReason, name: &str, at: u64, msg: &str) {
-        let kept = self.stats.skipped.get(reason);
-        self.stats.skipped.add(reason);
-        if kept < self.opts.samples_per_reason as u64 {
-            let mut msg = msg.to_owned();
-            if msg.len() > 200 {
-                let cut = (0..=200)
-                    .rev()
-                    .find(|&i| msg.is_char_boundary(i))
-                    .unwrap_or(0);
-                msg.truncate(cut);
-                msg.push('…');
-            }
-            self.stats
-                .samples
-                .push(format!("{name}:{at}: {}: {msg}", reason.name()));
-        }
+        self.reader.skip(reason, &format!("{name}:{at}"), msg);
     }
 }
 

@@ -9,9 +9,10 @@
 use super::stats::GroupStats;
 use super::timeline::{Timeline, REASONS};
 use crate::logs::{parse_iso_ms, Arm, Endpoint, Record};
+pub use decider_core::record::id_key;
 use decider_core::{Action, FallbackReason, Source};
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// How a decision's reward is defined.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -132,7 +133,6 @@ pub struct Join {
     mv_index: HashMap<String, u16>,
     last_mv: Option<(u16, String)>,
     duplicate_decisions: u64,
-    duplicate_outcomes: u64,
     outcome_lines: u64,
     timeline: Timeline,
     holdout: u64,
@@ -149,8 +149,6 @@ pub struct Aggregates {
     pub outcome_lines: u64,
     /// Outcome lines whose decision_id never appeared as a decision (one per id).
     pub orphan_outcomes: u64,
-    /// Outcome lines superseded by a later line for the same id (the last one wins).
-    pub duplicate_outcomes: u64,
     /// Groups by source, arm, endpoint, origin and model version (name, tally).
     pub by_source: Vec<(String, GroupStats)>,
     /// By rollout arm.
@@ -175,13 +173,6 @@ pub struct Aggregates {
     pub timeline: Option<Timeline>,
 }
 
-/// The join's key of a decision id (a 64-bit hash, see the module docs).
-pub fn id_key(id: &str) -> u64 {
-    let mut h = DefaultHasher::new();
-    id.hash(&mut h);
-    h.finish()
-}
-
 fn reason_index(r: Option<FallbackReason>) -> usize {
     r.and_then(|r| REASONS.iter().position(|n| *n == r.name()))
         .unwrap_or(REASONS.len() - 1)
@@ -196,7 +187,6 @@ impl Join {
             mv_index: HashMap::new(),
             last_mv: None,
             duplicate_decisions: 0,
-            duplicate_outcomes: 0,
             outcome_lines: 0,
             timeline: Timeline::new(bucket_ms),
             holdout: 0,
@@ -272,10 +262,8 @@ impl Join {
             }
             Record::Outcome(o) => {
                 self.outcome_lines += 1;
+                // The reader hands on one outcome per decision (the first it reads).
                 let p = self.pending.entry(id_key(&o.decision_id)).or_default();
-                if p.flags & HAS_LINE != 0 {
-                    self.duplicate_outcomes += 1;
-                }
                 p.flags |= HAS_LINE;
                 p.reward = o.reward.map_or(f32::NAN, |r| r as f32);
                 p.status = o.status.unwrap_or(0);
@@ -386,7 +374,6 @@ impl Join {
             duplicate_decisions: self.duplicate_decisions,
             outcome_lines: self.outcome_lines,
             orphan_outcomes: orphans,
-            duplicate_outcomes: self.duplicate_outcomes,
             by_source: keep(source, &|i| SOURCES[i].name().to_owned()),
             by_arm: keep(arm, &|i| Arm::ALL[i].name().to_owned()),
             by_endpoint: keep(endpoint, &|i| Endpoint::ALL[i].name().to_owned()),

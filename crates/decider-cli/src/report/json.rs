@@ -78,7 +78,6 @@ pub(super) fn report(r: &Report) -> Value {
         "duplicate_decisions": a.duplicate_decisions,
         "outcomes": a.outcome_lines,
         "orphan_outcomes": a.orphan_outcomes,
-        "duplicate_outcomes": a.duplicate_outcomes,
         "success": {
             "slo_ms": r.rule.slo_ms,
             "reject_reward": r.rule.reject_reward,

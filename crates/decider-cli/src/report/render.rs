@@ -92,9 +92,8 @@ pub(super) fn text(r: &Report) -> String {
     }
     let _ = writeln!(
         s,
-        "join: {} orphan outcomes (no such decision), {} duplicate outcomes (the last line wins), {} duplicate decisions (the first counts)",
+        "join: {} orphan outcomes (no such decision), {} duplicate decisions (the first counts; a duplicate outcome is skipped above, the first counts)",
         thousands(a.orphan_outcomes),
-        thousands(a.duplicate_outcomes),
         thousands(a.duplicate_decisions)
     );
     let slo = r

@@ -1,0 +1,180 @@
+//! What crosses from a client to an origin and back: the target URL, which headers are
+//! forwarded each way, which requests may carry a body or be sent twice, and which statuses
+//! can be relayed. The Worker's proxy applies these rules; nothing here does I/O.
+
+/// The upstream URL: the origin base followed by the request's path and query. The request
+/// never picks the host: only configured origins are ever contacted.
+pub fn target_url(origin: &str, path: &str, query: Option<&str>) -> String {
+    let mut url = String::with_capacity(origin.len() + path.len() + 16);
+    url.push_str(origin);
+    if !path.starts_with('/') {
+        url.push('/');
+    }
+    url.push_str(path);
+    if let Some(q) = query.filter(|q| !q.is_empty()) {
+        url.push('?');
+        url.push_str(q);
+    }
+    url
+}
+
+/// Hop-by-hop headers (RFC 9110 §7.6.1): meaningful for one connection only, never forwarded.
+pub const HOP_BY_HOP: [&str; 9] = [
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Whether a client request header may be forwarded upstream: not hop-by-hop, not named
+/// by `Connection`, not `host` (the origin's is used), not `expect`, and not a client-sent
+/// `x-decision-*` (only the Worker speaks for the decision).
+///
+/// `Expect` is between the client and the runtime, which reads the body for the Worker.
+/// Forwarded, `Expect: 100-continue` makes the origin answer `100 Continue` first, and the
+/// runtime's fetch takes that interim answer for the final one: on a HEAD it pools the
+/// connection with the real answer unread, and the next request on it gets that answer.
+pub fn forward_request_header(name: &str, connection: Option<&str>) -> bool {
+    let n = name.to_ascii_lowercase();
+    !(HOP_BY_HOP.contains(&n.as_str())
+        || n == "host"
+        || n == "expect"
+        || n.starts_with("x-decision-")
+        || named_by_connection(&n, connection))
+}
+
+/// Whether a GET or HEAD request declares a body: a `content-length` other than 0, or any
+/// `transfer-encoding`. Such a request is answered 400: the runtime refuses to send a GET or
+/// HEAD with a body.
+pub fn get_or_head_declares_body(
+    method: &str,
+    content_length: Option<&str>,
+    transfer_encoding: Option<&str>,
+) -> bool {
+    let bodyless = method.eq_ignore_ascii_case("GET") || method.eq_ignore_ascii_case("HEAD");
+    bodyless
+        && (transfer_encoding.is_some()
+            || content_length.is_some_and(|l| l.trim().parse::<u64>() != Ok(0)))
+}
+
+/// Whether an upstream status can be relayed: a final status the runtime can build a
+/// response with. Anything else (an interim 1xx the runtime took for the final answer, or
+/// a number beyond 599) is a failed attempt.
+pub fn relayable_status(status: u16) -> bool {
+    (200..=599).contains(&status)
+}
+
+/// Whether an upstream response header may be passed to the client: not hop-by-hop and
+/// not an `x-decision-*` (the Worker sets its own).
+pub fn forward_response_header(name: &str, connection: Option<&str>) -> bool {
+    let n = name.to_ascii_lowercase();
+    !(HOP_BY_HOP.contains(&n.as_str())
+        || n.starts_with("x-decision-")
+        || named_by_connection(&n, connection))
+}
+
+fn named_by_connection(lower_name: &str, connection: Option<&str>) -> bool {
+    connection.is_some_and(|c| {
+        c.split(',')
+            .any(|t| t.trim().eq_ignore_ascii_case(lower_name))
+    })
+}
+
+/// Whether a method is idempotent (RFC 9110 §9.2.2): only these are retried on failover.
+pub fn is_idempotent(method: &str) -> bool {
+    matches!(
+        method.to_ascii_uppercase().as_str(),
+        "GET" | "HEAD" | "OPTIONS" | "TRACE" | "PUT" | "DELETE"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_urls() {
+        assert_eq!(
+            target_url("http://127.0.0.1:9001", "/any/path", Some("q=1&r=2")),
+            "http://127.0.0.1:9001/any/path?q=1&r=2"
+        );
+        assert_eq!(
+            target_url("https://a.example/base", "/x", None),
+            "https://a.example/base/x"
+        );
+        assert_eq!(target_url("http://h", "/x", Some("")), "http://h/x");
+    }
+    #[test]
+    fn header_hygiene() {
+        for h in [
+            "Connection",
+            "keep-alive",
+            "TE",
+            "transfer-encoding",
+            "upgrade",
+            "host",
+            "X-Decision-Action",
+            "x-decision-anything",
+            "Expect",
+            "expect",
+        ] {
+            assert!(!forward_request_header(h, None), "{h}");
+        }
+        for h in [
+            "accept",
+            "x-custom",
+            "content-type",
+            "cookie",
+            "authorization",
+            "cf-connecting-ip",
+        ] {
+            assert!(forward_request_header(h, None), "{h}");
+        }
+        assert!(!forward_request_header(
+            "x-secret-hop",
+            Some("keep-alive, X-Secret-Hop")
+        ));
+        assert!(!forward_response_header("x-decision-source", None));
+        assert!(forward_response_header("set-cookie", None));
+        assert!(!forward_response_header("transfer-encoding", None));
+    }
+    #[test]
+    fn get_and_head_bodies() {
+        assert!(get_or_head_declares_body("GET", Some("3"), None));
+        assert!(get_or_head_declares_body("head", None, Some("chunked")));
+        assert!(get_or_head_declares_body("GET", Some("0"), Some("chunked")));
+        assert!(get_or_head_declares_body("GET", Some("x"), None));
+        assert!(!get_or_head_declares_body("GET", Some("0"), None));
+        assert!(!get_or_head_declares_body("HEAD", Some(" 0 "), None));
+        assert!(!get_or_head_declares_body("GET", None, None));
+        assert!(!get_or_head_declares_body("POST", Some("3"), None));
+        assert!(!get_or_head_declares_body(
+            "OPTIONS",
+            Some("3"),
+            Some("chunked")
+        ));
+    }
+    #[test]
+    fn relayable_statuses() {
+        for s in [200, 204, 302, 404, 502, 599] {
+            assert!(relayable_status(s), "{s}");
+        }
+        for s in [0, 100, 101, 103, 199, 600, 999] {
+            assert!(!relayable_status(s), "{s}");
+        }
+    }
+    #[test]
+    fn idempotent_methods() {
+        for m in ["GET", "head", "OPTIONS", "PUT", "DELETE"] {
+            assert!(is_idempotent(m), "{m}");
+        }
+        for m in ["POST", "PATCH", "CONNECT"] {
+            assert!(!is_idempotent(m), "{m}");
+        }
+    }
+}

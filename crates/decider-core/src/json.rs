@@ -1,0 +1,604 @@
+//! Validating JSON input field by field: every body, stored value and log record that
+//! decider-core accepts is read through these helpers, so every refusal names the field and
+//! the rule it broke (`"state.region_id must be an integer 0..=9, got 12"`).
+//!
+//! Input goes through [`serde_json::Value`] rather than a derived `Deserialize` so that
+//! unknown fields can be refused by name, integral numbers written as `3.0` are still
+//! integers, and a `NaN` literal or a number beyond f64 is reported with the key that holds
+//! it rather than only a line and column.
+
+use serde_json::{Map, Value};
+use thiserror::Error;
+
+/// Why a JSON input was refused. Every variant except [`FieldError::Json`] (without a key
+/// path) and [`FieldError::NotObject`] names the offending field.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum FieldError {
+    /// The text is not valid JSON.
+    #[error("malformed json at line {line} column {column}: {message}")]
+    Json {
+        /// 1-based line of the error.
+        line: usize,
+        /// 1-based column of the error.
+        column: usize,
+        /// The parser's description.
+        message: String,
+        /// The key path whose value is not JSON, when that is the trouble: a `NaN` or
+        /// `Infinity` literal, or a number beyond f64 (`state.current_load`).
+        field: Option<String>,
+    },
+    /// The value is not a JSON object.
+    #[error("{what} must be a json object, got {got}")]
+    NotObject {
+        /// What was expected to be an object (`state`, `signals`, `body`).
+        what: &'static str,
+        /// The JSON type that was found.
+        got: &'static str,
+    },
+    /// A required field is absent.
+    #[error("{field} is required")]
+    Missing {
+        /// The missing field.
+        field: String,
+    },
+    /// None of several fields, one of which is required, is present.
+    #[error("one of {} is required", .fields.join(", "))]
+    MissingOneOf {
+        /// The fields, the first named as the error's field.
+        fields: &'static [&'static str],
+    },
+    /// A field that the schema does not know.
+    #[error("unknown field {field}, expected one of: {expected}")]
+    Unknown {
+        /// The unknown field.
+        field: String,
+        /// The accepted field names.
+        expected: String,
+    },
+    /// A field of the wrong JSON type (including non-integral numbers for integer fields).
+    #[error("{field} must be {expected}, got {got}")]
+    WrongType {
+        /// The field.
+        field: String,
+        /// What the schema wants.
+        expected: &'static str,
+        /// What was found.
+        got: String,
+    },
+    /// A value outside its valid range or set.
+    #[error("{field} must be {range}, got {got}")]
+    OutOfRange {
+        /// The field.
+        field: String,
+        /// The valid range or set, e.g. `an integer 0..=9`.
+        range: &'static str,
+        /// The value found.
+        got: String,
+    },
+}
+
+impl FieldError {
+    /// The field this error is about, when there is one.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            FieldError::Missing { field }
+            | FieldError::Unknown { field, .. }
+            | FieldError::WrongType { field, .. }
+            | FieldError::OutOfRange { field, .. } => Some(field),
+            FieldError::MissingOneOf { fields } => fields.first().copied(),
+            FieldError::Json { field, .. } => field.as_deref(),
+            FieldError::NotObject { .. } => None,
+        }
+    }
+
+    /// A stable machine-readable code for the error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            FieldError::Json { .. } => "invalid_json",
+            FieldError::NotObject { .. } => "invalid_type",
+            FieldError::Missing { .. } | FieldError::MissingOneOf { .. } => "missing_field",
+            FieldError::Unknown { .. } => "unknown_field",
+            FieldError::WrongType { .. } => "invalid_type",
+            FieldError::OutOfRange { .. } => "out_of_range",
+        }
+    }
+
+    /// The same error with its field prefixed by `prefix.` (e.g. `state.region_id`).
+    pub fn within(self, prefix: &str) -> FieldError {
+        let p = |f: String| format!("{prefix}.{f}");
+        match self {
+            FieldError::Missing { field } => FieldError::Missing { field: p(field) },
+            FieldError::Unknown { field, expected } => FieldError::Unknown {
+                field: p(field),
+                expected,
+            },
+            FieldError::WrongType {
+                field,
+                expected,
+                got,
+            } => FieldError::WrongType {
+                field: p(field),
+                expected,
+                got,
+            },
+            FieldError::OutOfRange { field, range, got } => FieldError::OutOfRange {
+                field: p(field),
+                range,
+                got,
+            },
+            other => other,
+        }
+    }
+
+    /// A serde_json parse error as [`FieldError::Json`]: position kept, the parser's
+    /// trailing " at line L column C" dropped from the message.
+    pub fn from_serde(e: &serde_json::Error) -> FieldError {
+        let full = e.to_string();
+        // serde_json appends " at line L column C"; keep only the description.
+        let message = match full.rfind(" at line ") {
+            Some(i) => full[..i].to_string(),
+            None => full,
+        };
+        FieldError::Json {
+            line: e.line(),
+            column: e.column(),
+            message,
+            field: None,
+        }
+    }
+}
+
+/// The JSON type name of a value, for error messages.
+pub fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Parses JSON text. When the text is JSON but for one number — a `NaN` or `Infinity`
+/// literal, or a number beyond f64 — the error names the key that holds it, so a client
+/// learns which field to fix rather than only a line and column.
+///
+/// # Errors
+/// [`FieldError::Json`] with the position (and the key, for a number).
+pub fn parse_text(bytes: &[u8]) -> Result<Value, FieldError> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        let mut err = FieldError::from_serde(&e);
+        if let FieldError::Json { field, message, .. } = &mut err {
+            let at = byte_offset(bytes, e.line(), e.column());
+            if is_number_trouble(&e, bytes, at) {
+                *field = key_path_at(bytes, at);
+                if let Some(path) = field {
+                    *message = format!("{path} is not a JSON number ({message})");
+                }
+            }
+        }
+        err
+    })
+}
+
+/// Whether a parse error is about a number: one out of f64's range, or a non-JSON
+/// literal (`NaN`, `Infinity`, `-Infinity`) where a value belongs.
+fn is_number_trouble(e: &serde_json::Error, bytes: &[u8], at: usize) -> bool {
+    if e.to_string().starts_with("number out of range") {
+        return true;
+    }
+    // serde_json stops at the literal's first letter (after a `-` for `-Infinity`).
+    let word_start = bytes[..at.min(bytes.len())]
+        .iter()
+        .rposition(|b| !b.is_ascii_alphabetic())
+        .map_or(0, |i| i + 1);
+    let rest = &bytes[word_start..];
+    rest.starts_with(b"NaN") || rest.starts_with(b"Infinity")
+}
+
+/// The byte offset of a 1-based line and column as serde_json reports them.
+fn byte_offset(bytes: &[u8], line: usize, column: usize) -> usize {
+    let line_start = if line <= 1 {
+        0
+    } else {
+        bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'\n')
+            .nth(line - 2)
+            .map_or(bytes.len(), |(i, _)| i + 1)
+    };
+    (line_start + column.saturating_sub(1)).min(bytes.len())
+}
+
+/// The dotted path of object keys whose value contains byte `at`, read by following the
+/// text's braces, brackets and keys up to there (`state.current_load`). `None` outside
+/// any key's value. Only used to name the field of a syntax error, on text that is valid
+/// JSON up to `at`.
+fn key_path_at(bytes: &[u8], at: usize) -> Option<String> {
+    // One frame per open container: `Some(key)` for an object (its current key), `None`
+    // for an array.
+    let mut frames: Vec<Option<String>> = Vec::new();
+    let mut key_next = false;
+    let mut i = 0;
+    while i < at {
+        match bytes[i] {
+            b'"' => {
+                let start = i + 1;
+                i = start;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                if key_next {
+                    if let Some(Some(key)) = frames.last_mut() {
+                        // Decoded, so that an escaped key (`"st\u0061te"`) reads as itself.
+                        let quoted = &bytes[start - 1..(i + 1).min(bytes.len())];
+                        *key = serde_json::from_slice(quoted).unwrap_or_else(|_| {
+                            String::from_utf8_lossy(&bytes[start..i.min(bytes.len())]).into()
+                        });
+                    }
+                }
+            }
+            b'{' => {
+                frames.push(Some(String::new()));
+                key_next = true;
+            }
+            b'[' => {
+                frames.push(None);
+                key_next = false;
+            }
+            b'}' | b']' => {
+                frames.pop();
+                key_next = false;
+            }
+            b':' => key_next = false,
+            b',' => key_next = matches!(frames.last(), Some(Some(_))),
+            _ => {}
+        }
+        i += 1;
+    }
+    let keys: Vec<&str> = frames
+        .iter()
+        .flatten()
+        .map(String::as_str)
+        .filter(|k| !k.is_empty())
+        .collect();
+    (!keys.is_empty() && !key_next).then(|| keys.join("."))
+}
+
+/// A value as it is quoted in an error: its JSON text, at most 40 characters.
+pub fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.len() > 40 {
+        format!(
+            "{}…",
+            &s[..s.char_indices().nth(40).map_or(s.len(), |(i, _)| i)]
+        )
+    } else {
+        s
+    }
+}
+
+/// How an object's fields are read: a request body is strict (a `null` is a value of the
+/// wrong type), a log record is lenient (a `null` member is an absent one: records are
+/// written without their null members).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Nulls {
+    /// `null` is a value, of type null.
+    Strict,
+    /// `null` reads as absent.
+    Absent,
+}
+
+/// One JSON object being validated: its members, how nulls read, and the path prefix every
+/// error names (`""` at the top, `"outcome."` inside `outcome`).
+#[derive(Debug, Clone, Copy)]
+pub struct Fields<'a> {
+    map: &'a Map<String, Value>,
+    nulls: Nulls,
+    prefix: &'a str,
+}
+
+impl<'a> Fields<'a> {
+    /// `v` as an object named `what` in errors.
+    ///
+    /// # Errors
+    /// [`FieldError::NotObject`] when it is not one.
+    pub fn of(v: &'a Value, what: &'static str, nulls: Nulls) -> Result<Fields<'a>, FieldError> {
+        let map = v.as_object().ok_or(FieldError::NotObject {
+            what,
+            got: json_type(v),
+        })?;
+        Ok(Fields {
+            map,
+            nulls,
+            prefix: "",
+        })
+    }
+
+    /// The same object with every error's field prefixed by `prefix` (which ends in `.`).
+    pub fn prefixed(self, prefix: &'a str) -> Fields<'a> {
+        Fields { prefix, ..self }
+    }
+
+    /// The object's members.
+    pub fn map(&self) -> &'a Map<String, Value> {
+        self.map
+    }
+
+    /// The field's path as errors name it.
+    pub fn path(&self, field: &str) -> String {
+        format!("{}{field}", self.prefix)
+    }
+
+    /// A member's value; a `null` is absent under [`Nulls::Absent`].
+    pub fn get(&self, field: &str) -> Option<&'a Value> {
+        self.map
+            .get(field)
+            .filter(|v| !(self.nulls == Nulls::Absent && v.is_null()))
+    }
+
+    /// Refuses a member not in `known` (reported in a stable order: serde_json's map is
+    /// sorted).
+    ///
+    /// # Errors
+    /// [`FieldError::Unknown`].
+    pub fn only(&self, known: &[&str]) -> Result<(), FieldError> {
+        if let Some(k) = self.map.keys().find(|k| !known.contains(&k.as_str())) {
+            return Err(FieldError::Unknown {
+                field: self.path(k),
+                expected: known.join(", "),
+            });
+        }
+        Ok(())
+    }
+
+    /// A required member.
+    ///
+    /// # Errors
+    /// [`FieldError::Missing`].
+    pub fn require<T>(&self, v: Option<T>, field: &str) -> Result<T, FieldError> {
+        v.ok_or_else(|| FieldError::Missing {
+            field: self.path(field),
+        })
+    }
+
+    fn wrong(&self, field: &str, expected: &'static str, v: &Value) -> FieldError {
+        FieldError::WrongType {
+            field: self.path(field),
+            expected,
+            got: format!("{} {}", json_type(v), short(v)),
+        }
+    }
+
+    fn out(&self, field: &str, range: &'static str, v: &Value) -> FieldError {
+        FieldError::OutOfRange {
+            field: self.path(field),
+            range,
+            got: short(v),
+        }
+    }
+
+    /// An integer in `lo..=hi`; integral floats (`3.0`) are accepted.
+    ///
+    /// # Errors
+    /// [`FieldError::WrongType`] for a non-number or a fraction, [`FieldError::OutOfRange`]
+    /// outside the range (`range` describes it).
+    pub fn int(
+        &self,
+        field: &str,
+        lo: u64,
+        hi: u64,
+        range: &'static str,
+    ) -> Result<Option<u64>, FieldError> {
+        let Some(v) = self.get(field) else {
+            return Ok(None);
+        };
+        let n = v
+            .as_number()
+            .ok_or_else(|| self.wrong(field, "an integer", v))?;
+        let u = if let Some(u) = n.as_u64() {
+            u
+        } else if n.as_i64().is_some() {
+            return Err(self.out(field, range, v)); // negative
+        } else {
+            let f = n
+                .as_f64()
+                .ok_or_else(|| self.wrong(field, "an integer", v))?;
+            if f.fract() != 0.0 {
+                return Err(self.wrong(field, "an integer", v));
+            }
+            if !(0.0..=u64::MAX as f64).contains(&f) {
+                return Err(self.out(field, range, v));
+            }
+            f as u64
+        };
+        if (lo..=hi).contains(&u) {
+            Ok(Some(u))
+        } else {
+            Err(self.out(field, range, v))
+        }
+    }
+
+    /// A finite number `>= 0` and, when given, `<= max`.
+    ///
+    /// # Errors
+    /// [`FieldError::WrongType`] for a non-number, [`FieldError::OutOfRange`] outside the
+    /// range (`range` describes it).
+    pub fn num(
+        &self,
+        field: &str,
+        max: Option<f64>,
+        range: &'static str,
+    ) -> Result<Option<f64>, FieldError> {
+        let Some(v) = self.get(field) else {
+            return Ok(None);
+        };
+        let f = v.as_f64().ok_or_else(|| self.wrong(field, "a number", v))?;
+        // serde_json never yields non-finite numbers from text, but a Value built in code can.
+        if !f.is_finite() || f < 0.0 || max.is_some_and(|m| f > m) {
+            return Err(self.out(field, range, v));
+        }
+        Ok(Some(f))
+    }
+
+    /// A string.
+    ///
+    /// # Errors
+    /// [`FieldError::WrongType`] for another type.
+    pub fn str(&self, field: &str) -> Result<Option<&'a str>, FieldError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(v) => Err(self.wrong(field, "a string", v)),
+        }
+    }
+
+    /// A boolean.
+    ///
+    /// # Errors
+    /// [`FieldError::WrongType`] for another type.
+    pub fn bool(&self, field: &str) -> Result<Option<bool>, FieldError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(v) => Err(self.wrong(field, "a boolean", v)),
+        }
+    }
+
+    /// One of a set of names (`parse` maps a name to its value; `names` lists them for the
+    /// error).
+    ///
+    /// # Errors
+    /// [`FieldError::WrongType`] for a non-string, [`FieldError::OutOfRange`] for an unknown
+    /// name.
+    pub fn name<T>(
+        &self,
+        field: &str,
+        names: &'static str,
+        parse: impl Fn(&str) -> Option<T>,
+    ) -> Result<Option<T>, FieldError> {
+        let Some(s) = self.str(field)? else {
+            return Ok(None);
+        };
+        match parse(s) {
+            Some(t) => Ok(Some(t)),
+            None => Err(FieldError::OutOfRange {
+                field: self.path(field),
+                range: names,
+                got: short(&Value::String(s.chars().take(64).collect())),
+            }),
+        }
+    }
+
+    /// A nested object, read with the same null rule and its path as prefix of its errors.
+    ///
+    /// # Errors
+    /// [`FieldError::WrongType`] when the member is not an object.
+    pub fn object(&self, field: &str, prefix: &'a str) -> Result<Option<Fields<'a>>, FieldError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::Object(map)) => Ok(Some(Fields {
+                map,
+                nulls: self.nulls,
+                prefix,
+            })),
+            Some(v) => Err(self.wrong(field, "an object", v)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fields(v: &Value) -> Fields<'_> {
+        Fields::of(v, "body", Nulls::Strict).unwrap()
+    }
+
+    #[test]
+    fn integers_accept_integral_floats_and_name_the_field() {
+        let v = json!({"a": 3, "b": 3.0, "c": 2.5, "d": -1, "e": "3", "f": 12, "g": 1e300});
+        let f = fields(&v).prefixed("x.");
+        assert_eq!(f.int("a", 0, 9, "0..=9"), Ok(Some(3)));
+        assert_eq!(f.int("b", 0, 9, "0..=9"), Ok(Some(3)));
+        assert_eq!(f.int("absent", 0, 9, "0..=9"), Ok(None));
+        for (k, code) in [
+            ("c", "invalid_type"),
+            ("d", "out_of_range"),
+            ("e", "invalid_type"),
+            ("f", "out_of_range"),
+            ("g", "out_of_range"),
+        ] {
+            let e = f.int(k, 0, 9, "0..=9").unwrap_err();
+            assert_eq!(
+                (e.code(), e.field()),
+                (code, Some(format!("x.{k}").as_str()))
+            );
+        }
+        assert_eq!(
+            f.int("f", 0, 9, "an integer 0..=9")
+                .unwrap_err()
+                .to_string(),
+            "x.f must be an integer 0..=9, got 12"
+        );
+        let lo = f.int("a", 5, 9, "5..=9").unwrap_err();
+        assert_eq!(lo.code(), "out_of_range");
+    }
+
+    #[test]
+    fn nulls_are_values_in_bodies_and_absent_in_records() {
+        let v = json!({"a": null});
+        let strict = Fields::of(&v, "body", Nulls::Strict).unwrap();
+        assert_eq!(
+            strict.num("a", None, ">= 0").unwrap_err().code(),
+            "invalid_type"
+        );
+        let lenient = Fields::of(&v, "record", Nulls::Absent).unwrap();
+        assert_eq!(lenient.num("a", None, ">= 0"), Ok(None));
+        assert_eq!(lenient.str("a"), Ok(None));
+    }
+
+    #[test]
+    fn names_strings_booleans_and_objects() {
+        let v = json!({"n": "b", "m": "zz", "s": 1, "t": true, "o": {"k": 1}, "p": 2});
+        let f = fields(&v);
+        let parse = |s: &str| ["a", "b"].iter().position(|x| *x == s);
+        assert_eq!(f.name("n", "a or b", parse), Ok(Some(1)));
+        let e = f.name("m", "a or b", parse).unwrap_err();
+        assert_eq!(e.to_string(), r#"m must be a or b, got "zz""#);
+        assert_eq!(f.str("s").unwrap_err().code(), "invalid_type");
+        assert_eq!(f.bool("t"), Ok(Some(true)));
+        let o = f.object("o", "o.").unwrap().unwrap();
+        assert_eq!(
+            o.num("k", Some(0.5), "0..=1").unwrap_err().field(),
+            Some("o.k")
+        );
+        assert_eq!(f.object("p", "p.").unwrap_err().field(), Some("p"));
+        assert_eq!(f.only(&["n"]).unwrap_err().field(), Some("m"));
+    }
+
+    #[test]
+    fn non_json_numbers_name_their_key() {
+        let e = parse_text(br#"{"state": {"current_load": NaN}}"#).unwrap_err();
+        assert_eq!(
+            (e.code(), e.field()),
+            ("invalid_json", Some("state.current_load"))
+        );
+        let e = parse_text(b"{\"a\": 1 \"b\": 2}").unwrap_err();
+        assert_eq!(e.field(), None);
+        let e = FieldError::MissingOneOf {
+            fields: &["reward", "status"],
+        };
+        assert_eq!(
+            (e.code(), e.field(), e.to_string().as_str()),
+            (
+                "missing_field",
+                Some("reward"),
+                "one of reward, status is required"
+            )
+        );
+    }
+}

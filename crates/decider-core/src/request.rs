@@ -1,0 +1,129 @@
+//! One decision request, served: the decision, its record and its answer, composed once.
+//!
+//! Both endpoints of the Worker (`POST /v1/decide` and edge routing), the wasm benchmark
+//! and the fuzz target decide through [`decide`]: a [`Decider`], the parsed request, the
+//! remote model's outcome when there is one, the rollout arm, the ids and the clock in;
+//! the [`Decision`], its [`DecisionRecord`] and the `/v1/decide` answer out. The Worker only
+//! awaits I/O around it (the Workers AI call, the origins) and writes the results.
+
+use crate::decider::{draw_from_id, Decider, ModelSource};
+use crate::output::ModelOutcome;
+use crate::policy::{self, Decision, Gates};
+use crate::record::{clip_to, DecisionRecord, Endpoint, ECHO_BYTES, LOG_VERSION, TEXT_BYTES};
+use crate::rollout::Arm;
+use crate::state::State;
+use crate::time::iso_from_ms;
+use serde::Serialize;
+
+/// What is being decided, for whom, and when.
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    /// The validated state.
+    pub state: State,
+    /// The gates the edge decided before the model (stale signals, holdout).
+    pub gates: Gates,
+    /// The endpoint.
+    pub endpoint: Endpoint,
+    /// The rollout arm, whose decider decides.
+    pub arm: Arm,
+    /// The new decision's id (`crypto.randomUUID()` in the Worker); exploration draws from
+    /// it, so an explored decision can be replayed from its record.
+    pub decision_id: String,
+    /// The platform's request id (`cf-ray`), when present; kept at most [`ECHO_BYTES`].
+    pub request_id: Option<&'a str>,
+    /// The model backend's name for the record (`embedded`, `workers-ai`).
+    pub backend: &'a str,
+    /// When the decision was made, ms since the epoch.
+    pub now_ms: f64,
+    /// Time spent deciding, µs (the remote model's wait; 0 for the embedded model, whose
+    /// work the Workers clock does not see).
+    pub decision_us: u64,
+}
+
+/// A remote model's outcome, with the detail worth logging when it failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Remote {
+    /// What the model answered, or why not.
+    pub outcome: ModelOutcome,
+    /// The backend's own words about a failure (for the log, never for clients).
+    pub detail: Option<String>,
+}
+
+/// A served decision and the record logged for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decided {
+    /// The decision (its action possibly replaced by exploration).
+    pub decision: Decision,
+    /// Its record; a routed request adds its outcome and request info before logging.
+    pub record: DecisionRecord,
+}
+
+/// The `/v1/decide` body: the decision's fields, then its id.
+#[derive(Serialize)]
+struct Answer<'a> {
+    #[serde(flatten)]
+    decision: &'a Decision,
+    decision_id: &'a str,
+}
+
+impl Decided {
+    /// The `/v1/decide` answer: the decision JSON followed by its `decision_id`.
+    pub fn answer(&self) -> String {
+        let answer = Answer {
+            decision: &self.decision,
+            decision_id: &self.record.decision_id,
+        };
+        // A decision has no maps with non-string keys: serialising cannot fail.
+        serde_json::to_string(&answer).unwrap_or_else(|_| "{}".into())
+    }
+}
+
+/// Decides `req` with `decider` (the arm's), given the remote model's outcome when
+/// [`Decider::needs_remote`] said it was needed: runs the policy, applies exploration
+/// (drawn from the decision id), and writes the record.
+pub fn decide(decider: &Decider, req: Request<'_>, remote: Option<Remote>) -> Decided {
+    let (outcome, detail) = match remote {
+        Some(r) => (Some(r.outcome), r.detail),
+        None => (None, None),
+    };
+    let mut greedy = decider.decide_with(&req.state, req.gates, outcome);
+    greedy.decision_us = req.decision_us;
+    let served = decider.serve(greedy, draw_from_id(&req.decision_id));
+    let d = served.decision;
+    // A decision that needed an unavailable model says why in its record.
+    let needed = policy::model_needed(req.gates, decider.policy());
+    let detail = detail.or_else(|| match decider.model() {
+        ModelSource::Unavailable(why) if needed => Some(clip_to(why, TEXT_BYTES)),
+        _ => None,
+    });
+    let record = DecisionRecord {
+        log_version: LOG_VERSION,
+        ts: iso_from_ms(req.now_ms),
+        decision_id: req.decision_id,
+        request_id: req.request_id.map(|r| clip_to(r, ECHO_BYTES)),
+        endpoint: req.endpoint,
+        state: req.state,
+        action: d.action,
+        source: d.source,
+        fallback_reason: d.fallback_reason,
+        rule: d.rule.clone(),
+        confidence: d.confidence,
+        probabilities: d.probabilities,
+        propensity: served.propensity,
+        explored: served.explored,
+        model_version: d.model_version.clone(),
+        rules_version: decider.rules().map(|r| r.version().to_string()),
+        encoder_version: d.encoder_version,
+        backend: req.backend.to_string(),
+        arm: req.arm,
+        decision_us: d.decision_us,
+        outcome: None,
+        request: None,
+        shadow: d.shadow,
+        detail,
+    };
+    Decided {
+        decision: d,
+        record,
+    }
+}

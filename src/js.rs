@@ -1,0 +1,98 @@
+//! The JavaScript runtime's primitives the Worker's I/O is made of, each written once: a
+//! `fetch` raced against a deadline, a future bounded in time, the text of a JS error, and
+//! a promise left to settle unobserved.
+
+use decider_core::record::{clip_to, TEXT_BYTES};
+use futures_util::future::{select, Either};
+use js_sys::futures::JsFuture;
+use js_sys::Promise;
+use std::future::Future;
+use std::time::Duration;
+use wasm_bindgen::{JsCast, JsValue};
+use web_sys::{AbortController, Request, RequestInit, Response, WorkerGlobalScope};
+
+/// What a fetch raced against a deadline came to.
+#[derive(Debug)]
+pub enum Fetched<T> {
+    /// Response headers arrived first. `abort` cancels the request (a connection whose
+    /// answer the caller will not read must not be pooled).
+    Answer {
+        /// The response.
+        response: Response,
+        /// The request's abort controller.
+        abort: AbortController,
+    },
+    /// The request failed (the runtime's words, for the log).
+    Failed(String),
+    /// The deadline came first, with its value; the request was aborted.
+    Late(T),
+}
+
+/// Sends `url` with `init` (its signal is replaced by an abort controller's) and waits for
+/// the response headers or `deadline`, whichever comes first.
+pub async fn fetch<T>(
+    url: &str,
+    init: &RequestInit,
+    deadline: impl Future<Output = T>,
+) -> Fetched<T> {
+    let abort = match AbortController::new() {
+        Ok(c) => c,
+        Err(e) => return Fetched::Failed(error_text(&e)),
+    };
+    init.set_signal(Some(&abort.signal()));
+    let request = match Request::new_with_str_and_init(url, init) {
+        Ok(r) => r,
+        Err(e) => return Fetched::Failed(error_text(&e)),
+    };
+    let global: WorkerGlobalScope = js_sys::global().unchecked_into();
+    let sent = JsFuture::from(global.fetch_with_request(&request));
+    futures_util::pin_mut!(sent);
+    futures_util::pin_mut!(deadline);
+    match select(sent, deadline).await {
+        Either::Left((Ok(v), _)) => match v.dyn_into::<Response>() {
+            Ok(response) => Fetched::Answer { response, abort },
+            Err(_) => Fetched::Failed("fetch returned a non-response".into()),
+        },
+        Either::Left((Err(e), _)) => Fetched::Failed(error_text(&e)),
+        Either::Right((late, _)) => {
+            abort.abort();
+            Fetched::Late(late)
+        }
+    }
+}
+
+/// A timer of `ms` milliseconds.
+pub fn delay(ms: u32) -> worker::Delay {
+    worker::Delay::from(Duration::from_millis(u64::from(ms)))
+}
+
+/// `fut`'s output, or `None` when `ms` milliseconds pass first.
+pub async fn within<F: Future>(fut: F, ms: u32) -> Option<F::Output> {
+    futures_util::pin_mut!(fut);
+    match select(fut, delay(ms)).await {
+        Either::Left((v, _)) => Some(v),
+        Either::Right(_) => None,
+    }
+}
+
+/// A promise's value, or its rejection's text.
+pub async fn settle(p: Promise) -> Result<JsValue, String> {
+    JsFuture::from(p).await.map_err(|e| error_text(&e))
+}
+
+/// The first line of a JavaScript error's message (no stack trace), clipped to
+/// [`TEXT_BYTES`]: what the log and `/v1/health` say of a runtime failure.
+pub fn error_text(e: &JsValue) -> String {
+    let text = e
+        .dyn_ref::<js_sys::Error>()
+        .map(|err| String::from(err.message()))
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| format!("{e:?}"));
+    clip_to(text.lines().next().unwrap_or_default(), TEXT_BYTES)
+}
+
+/// Lets a promise settle unobserved without an unhandled rejection (`JsFuture` attaches both
+/// handlers, and keeps them alive until one runs).
+pub fn quietly(p: Promise) {
+    drop(JsFuture::from(p));
+}
