@@ -2,7 +2,7 @@
 //! and says what became of it.
 
 use super::plan::{Plan, Target};
-use super::SOURCE_HEADER;
+use super::report::SOURCE_HEADER;
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Bytes;
 use hyper::client::conn::http1::{self, SendRequest};

@@ -32,17 +32,14 @@ mod testing;
 mod ticker;
 
 pub use args::{LoadtestArgs, StepSpec};
-pub use knee::{find_knee, Knee};
-pub use report::{Latency, Report, SendLag, StepReport, TargetReport};
+pub use knee::find_knee;
+pub use report::{Knee, Latency, Report, SendLag, StepReport, TargetReport, SOURCE_HEADER};
 pub use table::render_table;
 pub use ticker::Clock;
 
 use client::Client;
 use latency_log::LatencyLog;
 use plan::Plan;
-
-/// Header whose values are counted per response.
-pub const SOURCE_HEADER: &str = "x-decision-source";
 
 /// Runs the load test and prints the report (table, or JSON with `--json`).
 ///
