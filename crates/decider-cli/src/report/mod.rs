@@ -129,21 +129,6 @@ impl Report {
             verdicts,
         }
     }
-
-    /// The `--json` object.
-    pub fn to_json(&self) -> serde_json::Value {
-        json::report(self)
-    }
-
-    /// The readable tables.
-    pub fn to_text(&self) -> String {
-        render::text(self)
-    }
-
-    /// The charts, as (file name, SVG text).
-    pub fn charts(&self) -> Vec<(String, String)> {
-        charts::all(self)
-    }
 }
 
 /// Runs `decider report`.
