@@ -67,7 +67,7 @@ pub fn evaluate(
     evaluate_rows(samples, target, opts).map(|(report, _)| report)
 }
 
-/// [`evaluate`], also returning the per-sample rows (for [`write_dump`]).
+/// [`evaluate`], also returning the per-sample rows (for [`super::write_dump`]).
 ///
 /// # Errors
 /// As [`evaluate`].

@@ -46,6 +46,11 @@
 //! serialises to the JSON `decider ope --json` prints.
 //!
 //! # Layout
+//! - `sample`: [`Sample`] (a logged decision with its reward), [`Row`] (a usable sample with
+//!   its estimation terms, the `--dump` format), [`Refused`].
+//! - `target`: the policy under evaluation, [`TargetPolicy`] and [`one_hot`].
+//! - `options`: [`OpeOptions`], checked once, and [`OpeError`].
+//! - `evaluate`: [`evaluate`] itself and its [`OpeReport`] with the warnings.
 //! - [`estimators`]: the formulas above on per-sample rows.
 //! - [`reward_model`]: the per-action reward models and cross-fitting.
 //! - [`reward_trees`]: the boosted-tree reward model.

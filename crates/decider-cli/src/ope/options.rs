@@ -4,7 +4,8 @@ use super::sample::Refused;
 use serde::Serialize;
 use thiserror::Error;
 
-/// Options for [`evaluate`] and [`policy_labels`] (checked by [`OpeOptions::check`]).
+/// Options for [`super::evaluate`] and [`super::policy_labels`] (checked by
+/// [`OpeOptions::check`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct OpeOptions {
     /// Cross-fitting folds for the reward model (2..=100).
