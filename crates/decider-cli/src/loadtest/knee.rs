@@ -59,7 +59,7 @@ pub(super) fn knee_in(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::loadtest::args::parse_step;
+    use crate::commands::loadtest::parse_step;
     use crate::loadtest::report::Latency;
     use crate::loadtest::table::render_table;
     use crate::loadtest::testing::{args, report, server};
