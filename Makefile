@@ -205,7 +205,9 @@ peers:
 	$(PEERS_PY) -m pip install --quiet scikit-learn==1.5.2 lightgbm==4.7.0
 	$(PEERS_PY) bench/peers.py --decider target/release/decider --out model/peers.md
 
-unseen: cli
+# The release CLI: training 20,000 rows is numeric work (python3 standard library only).
+unseen:
+	cargo build --release --locked -p decider-cli
 	python3 bench/unseen_policy.py --decider target/release/decider
 
 # --- soak (hardening) ---
