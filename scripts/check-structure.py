@@ -12,13 +12,17 @@ The graph:
 - A module is a file: `lib.rs` is `crate`, `main.rs` is `main` (a crate of its own, the bin),
   `a.rs` or `a/mod.rs` is `a`, `a/b.rs` is `a::b`. Inline modules belong to their file.
 - The modules are those reachable through `mod x;` declarations from `lib.rs` and `main.rs`.
-  A module declared under `#[cfg(test)]` (`mod tests;`, test helpers) and any `tests.rs` are
-  left out, and so is every item under `#[cfg(test)]` (an inline `mod tests { ... }`).
+  Every item under `#[cfg(test)]` is left out (an inline `mod tests { ... }`, a test helper's
+  `mod testing;`), and so is any module named `tests`.
 - An edge a -> b for each path from a into b: `use crate::…`, `use super::…`, `use self::…`,
-  `use child::…` (a module a declares), the same paths in code (`crate::x::f()`), and, from the
-  bin, `<lib crate>::…` (`decider_cli::report::run`). A path names the deepest module file it
-  reaches (`crate::report::join::SuccessRule` is `report::join`). A `mod x;` declaration alone
-  is no edge, and neither is a path in a comment, a doc link or a string.
+  `use child::…` (a module a declares), the same paths in code (`crate::x::f()`, or through a
+  name `use` brought in), and, from the bin, `<lib crate>::…` (`decider_cli::report::Report`).
+  A path names the module file that defines its item: the deepest module file it reaches
+  (`crate::report::join::SuccessRule` is `report::join`), and through a `pub use` re-export to
+  the module re-exported from (`crate::logs::LogReader` is `logs::frame`).
+- A `pub use` is a module's interface, not a use of its own: it is an edge only when the
+  module's code uses the name too. A `mod x;` declaration is no edge, and neither is a path
+  in a comment, a doc link or a string.
 
 Standard library only.
 """
@@ -110,15 +114,13 @@ def matching(text, open_at):
 
 CFG_TEST = re.compile(r"#\s*\[\s*cfg\s*\(")
 ATTR = re.compile(r"\s*#\s*!?\s*\[")
-MOD_DECL = re.compile(r"^\s*(?:pub\s*(?:\([^)]*\))?\s*)?mod\s+(" + IDENT + r")\s*;")
 
 
 def drop_test_items(text):
-    """`text` with every item under a `#[cfg(...test...)]` (not `not(test)`) blanked out, and
-    the names of the modules declared there (`#[cfg(test)] mod testing;`)."""
-    test_mods = set()
+    """`text` with every item under a `#[cfg(...test...)]` (not `not(test)`) blanked out: an
+    inline `mod tests { ... }`, a `mod testing;` declaration (so its file is not read)."""
     pos = 0
-    while (m := CFG_TEST.search(text, pos)) :
+    while m := CFG_TEST.search(text, pos):
         attr_end = matching(text, m.end() - 1)
         attr_end = text.find("]", attr_end) + 1
         cond = text[m.end() - 1 : attr_end]
@@ -126,18 +128,16 @@ def drop_test_items(text):
             pos = attr_end
             continue
         j = attr_end
-        while (a := ATTR.match(text, j)) :
+        while a := ATTR.match(text, j):
             j = matching(text, a.end() - 1)
         # The item runs to its first `;` or to the end of its first `{ ... }` block.
         k = j
         while k < len(text) and text[k] not in ";{":
             k = matching(text, k) if text[k] in "([" else k + 1
         end = k + 1 if k >= len(text) or text[k] == ";" else matching(text, k)
-        if d := MOD_DECL.match(text[j:end]):
-            test_mods.add(d.group(1))
         text = blank(text, m.start(), end)
         pos = end
-    return text, test_mods
+    return text
 
 
 def expand_use_tree(tree):
@@ -242,14 +242,14 @@ class Crate:
         self.modules[(root, segs)] = m
         with open(path, encoding="utf-8") as f:
             raw = f.read()
-        text, test_mods = drop_test_items(strip_comments_and_literals(raw))
+        text = drop_test_items(strip_comments_and_literals(raw))
         m.prepare(text)
         for im in re.finditer(r"\bmod\s+(" + IDENT + r")\s*\{", text):
             m.inline.append((im.end() - 1, matching(text, im.end() - 1), im.group(1)))
         base = os.path.dirname(path) if is_dir_owner else os.path.splitext(path)[0]
         for d in re.finditer(r"\bmod\s+(" + IDENT + r")\s*;", text):
             child = d.group(1)
-            if child in test_mods or child == "tests":
+            if child == "tests":
                 continue
             if self.inline_scope(m, d.start()):
                 self.problems.append(f"{path}: `mod {child};` inside an inline module is not followed")
@@ -344,15 +344,19 @@ class Crate:
 
 
 def crate_name(src):
-    toml = os.path.join(os.path.dirname(src), "Cargo.toml")
+    """The name the crate's bins use for its lib (`decider_cli`), from the Cargo.toml beside
+    `src`: `[lib] name`, else `[package] name`, with `-` as `_`."""
+    names, section = {}, None
     try:
-        with open(toml, encoding="utf-8") as f:
-            text = f.read()
+        with open(os.path.join(os.path.dirname(src), "Cargo.toml"), encoding="utf-8") as f:
+            for line in f:
+                if h := re.match(r"\s*\[([^\[\]]+)\]\s*(#.*)?$", line):
+                    section = h.group(1).strip()
+                elif (v := re.match(r'\s*name\s*=\s*"([^"]+)"', line)) and section in ("package", "lib"):
+                    names.setdefault(section, v.group(1))
     except OSError:
         return None
-    pkg = re.search(r"^\[package\][^\[]*?^name\s*=\s*\"([^\"]+)\"", text, re.M | re.S)
-    lib = re.search(r"^\[lib\][^\[]*?^name\s*=\s*\"([^\"]+)\"", text, re.M | re.S)
-    name = (lib or pkg).group(1) if (lib or pkg) else None
+    name = names.get("lib") or names.get("package")
     return name.replace("-", "_") if name else None
 
 
@@ -417,7 +421,7 @@ def cycles_in(comp, adj, limit=MAX_CYCLES):
 
 
 def check(src, label, out):
-    """Prints the verdict for one src/ folder; returns the cycles found."""
+    """Appends the verdict on one src/ folder to `out`; returns the cycles found."""
     crate = Crate(src)
     edges = crate.edges()
     adj = {}
@@ -425,9 +429,13 @@ def check(src, label, out):
         adj.setdefault(a, set()).add(b)
     names = sorted(m.name for m in crate.modules.values())
     cycles = []
+    elided = []
     for comp in strongly_connected(names, adj):
         if len(comp) > 1:
-            cycles.extend(cycles_in(comp, adj))
+            found = cycles_in(comp, adj)
+            cycles.extend(found)
+            if len(found) >= MAX_CYCLES:
+                elided.append(comp)
     for p in crate.problems:
         out.append(f"{label}: warning: {p}")
     head = f"{label}: {len(names)} modules, {len(edges)} edges"
@@ -440,6 +448,8 @@ def check(src, label, out):
         for a, b in zip(c, c[1:]):
             f, line, path = edges[(a, b)]
             out.append(f"      {a} -> {b}: {f}:{line} ({path})")
+    for comp in elided:
+        out.append(f"  (only the first {MAX_CYCLES} cycles among {', '.join(comp)})")
     return cycles
 
 
@@ -463,10 +473,12 @@ pub fn f() { crate::c::d::g(); }
 #[allow(unused)]
 mod tests { use crate::clean::Q; fn t() { let _ = '{'; } }
 """,
-    # b -> a: the cycle a -> b -> a.
+    # b -> a: the cycle a -> b -> a. A `tests` module is left out even without cfg(test).
     "src/b.rs": """pub struct Y;
 pub fn h() -> super::a::X { super::a::X }
+mod tests;
 """,
+    "src/b/tests.rs": "use crate::clean::Q;\n",
     # c only re-exports d: no edge c -> c::d.
     "src/c/mod.rs": """pub mod d;
 pub use d::g;
