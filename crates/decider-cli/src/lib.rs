@@ -13,12 +13,14 @@
 //! - [`card`]: model card (markdown) and accuracy–coverage curve (SVG).
 //! - [`svg`]: the small SVG writer the curve and the report's charts share.
 //! - [`logs`]: streaming reader of decision/outcome records from every log source.
-//! - [`report`]: `decider report` — join, success rates with intervals, fallback over time, verdicts.
+//! - [`report`]: the report on decision logs — join, success rates with intervals, fallback
+//!   over time, verdicts.
 //! - [`serving`]: the serving policy (model, rules, threshold) loaded from files.
 //! - [`from_logs`]: logged decisions joined to their rewards, as off-policy samples.
-//! - [`ope_cmd`]: `decider ope` — a candidate estimated off-policy on logged traffic.
-//! - [`train_logs`]: `decider train --logs` — a training set labelled from logged traffic.
+//! - [`train_logs`]: a training set labelled from logged traffic (`decider train --logs`).
 //! - [`loadtest`]: the open-loop HTTP load generator behind `decider loadtest`.
+//! - [`commands`]: the `decider` commands, one module each: flags, the call into the modules
+//!   above, the output.
 #![deny(missing_docs)]
 
 use std::path::Path;
@@ -26,6 +28,7 @@ use thiserror::Error;
 
 pub mod base;
 pub mod card;
+pub mod commands;
 pub mod dataset;
 pub mod from_logs;
 pub mod gbdt;
@@ -33,7 +36,6 @@ pub mod loadtest;
 pub mod logs;
 pub mod metrics;
 pub mod ope;
-pub mod ope_cmd;
 pub mod report;
 pub mod rng;
 pub mod serving;

@@ -2,7 +2,7 @@
 //! and says what became of it.
 
 use super::plan::{Plan, Target};
-use super::SOURCE_HEADER;
+use super::report::SOURCE_HEADER;
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Bytes;
 use hyper::client::conn::http1::{self, SendRequest};
@@ -147,6 +147,7 @@ fn stale_connection(e: &hyper::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::commands::loadtest::plan as checked;
     use crate::loadtest::testing::{args, report, server, server_with};
     use hyper::Method;
     use std::time::{Duration, Instant};
@@ -160,7 +161,7 @@ mod tests {
         let mut a = args("http://127.0.0.1:9/v1/decide".into());
         a.body = Some(dir.clone());
         a.headers = vec!["x-test: 1".into(), "X-Test:2".into()];
-        let plan = Plan::from_args(&a).unwrap();
+        let plan = checked(&a).unwrap();
         let req = Client::new(&plan, 0).request();
         assert_eq!(req.method(), Method::POST);
         assert_eq!(req.uri(), "/v1/decide");
@@ -171,14 +172,14 @@ mod tests {
         a.method = Some("put".into());
         a.headers.push("content-type: text/plain".into());
         a.headers.push("host: example.test".into());
-        let plan = Plan::from_args(&a).unwrap();
+        let plan = checked(&a).unwrap();
         let req = Client::new(&plan, 0).request();
         assert_eq!(req.method(), Method::PUT);
         assert_eq!(req.headers()["content-type"], "text/plain");
         assert_eq!(req.headers()["host"], "example.test");
         std::fs::remove_file(dir).unwrap();
         // No body: GET, and no content-type is made up.
-        let plan = Plan::from_args(&args("http://127.0.0.1:9/".into())).unwrap();
+        let plan = checked(&args("http://127.0.0.1:9/".into())).unwrap();
         let req = Client::new(&plan, 0).request();
         assert_eq!(req.method(), Method::GET);
         assert!(req.headers().get("content-type").is_none());

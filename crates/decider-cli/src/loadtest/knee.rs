@@ -1,18 +1,7 @@
 //! The knee of a `--step` ramp: the first rate the target no longer keeps up with.
 
-use super::report::StepReport;
-use super::table::fmt_ms;
-use serde::Serialize;
+use super::report::{fmt_ms, Knee, StepReport};
 use std::time::Duration;
-
-/// The first step past the limit.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Knee {
-    /// Its rate, requests/s.
-    pub rate: f64,
-    /// Why: p99 above the limit, or errors.
-    pub reason: String,
-}
 
 /// Why one step is over the limit (p99 above it, or any error), or `None`.
 fn over_limit(s: &StepReport, limit_us: u64) -> Option<String> {
@@ -70,7 +59,7 @@ pub(super) fn knee_in(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::loadtest::args::parse_step;
+    use crate::commands::loadtest::parse_step;
     use crate::loadtest::report::Latency;
     use crate::loadtest::table::render_table;
     use crate::loadtest::testing::{args, report, server};

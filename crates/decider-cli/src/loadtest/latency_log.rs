@@ -89,9 +89,9 @@ fn write_records(w: &mut impl Write, rate: f64, mut records: Vec<Record>) -> any
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::loadtest::plan::Plan;
+    use crate::commands::loadtest::{plan, StepSpec};
+    use crate::loadtest::execute;
     use crate::loadtest::testing::{args, report, server};
-    use crate::loadtest::{execute, StepSpec};
     use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
     #[test]
@@ -201,7 +201,7 @@ mod tests {
         // A path that cannot be written fails the run before any load.
         let mut bad = args(urls[0].clone());
         bad.latency_log = Some(dir.join("no-such-dir").join("x.csv"));
-        let err = execute(&Plan::from_args(&bad).unwrap()).unwrap_err();
+        let err = execute(&plan(&bad).unwrap()).unwrap_err();
         assert!(
             format!("{err:#}").contains("cannot write --latency-log"),
             "{err:#}"

@@ -5,12 +5,13 @@
 //! target therefore shows the queueing its users would see instead of being hidden by a
 //! generator that waits for it (coordinated omission).
 //!
-//! A run: the flags (`args`) are checked into a plan (`plan`); each rate is one step (`step`)
-//! whose schedule comes from `ticker`, whose requests go through `client`, and whose results
-//! are tallied per target (`stats`); a ramp's knee is found by `knee`; the [`Report`] prints
-//! as a table (`table`) or as JSON. `latency_log` writes `--latency-log`.
+//! A run: the flags ([`crate::commands::loadtest`]) are checked into a plan (`plan`); each
+//! rate is one step (`step`) whose schedule comes from `ticker`, whose requests go through
+//! `client`, and whose results are tallied per target (`stats`); a ramp's knee is found by
+//! `knee`; the [`Report`] (`report`) prints as a table (`table`) or as JSON. `latency_log`
+//! writes `--latency-log`.
 //!
-//! Every run is bounded: the request count by the limits in `args`, each request by
+//! Every run is bounded: the request count by the limits in `plan`, each request by
 //! `--timeout` from its scheduled time, and open sockets by `--connections` per target.
 
 use anyhow::Context as _;
@@ -18,7 +19,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal as _;
 use std::sync::Arc;
 
-mod args;
 mod client;
 mod knee;
 mod latency_log;
@@ -28,40 +28,20 @@ mod stats;
 mod step;
 mod table;
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 mod ticker;
 
-pub use args::{LoadtestArgs, StepSpec};
-pub use knee::{find_knee, Knee};
-pub use report::{Latency, Report, SendLag, StepReport, TargetReport};
+pub use knee::find_knee;
+pub use report::{Knee, Latency, Report, SendLag, StepReport, TargetReport, SOURCE_HEADER};
 pub use table::render_table;
 pub use ticker::Clock;
 
 use client::Client;
 use latency_log::LatencyLog;
-use plan::Plan;
-
-/// Header whose values are counted per response.
-pub const SOURCE_HEADER: &str = "x-decision-source";
-
-/// Runs the load test and prints the report (table, or JSON with `--json`).
-///
-/// # Errors
-/// Invalid flags, an unreadable body file, an unresolvable host, or a runtime that cannot start.
-/// Failed requests are not errors: they are counted in the report.
-pub fn run(args: &LoadtestArgs) -> anyhow::Result<()> {
-    let plan = Plan::from_args(args)?;
-    let report = execute(&plan)?;
-    if args.json {
-        println!("{}", serde_json::to_string(&report)?);
-    } else {
-        print!("{}", render_table(&report));
-    }
-    Ok(())
-}
+pub(crate) use plan::{Plan, Target, MAX_DURATION, MAX_RATE, MAX_REQUESTS, MAX_STEPS, MAX_TARGETS};
 
 /// Runs the plan on a single-threaded runtime (the target gets the other cores).
-fn execute(plan: &Plan) -> anyhow::Result<Report> {
+pub(crate) fn execute(plan: &Plan) -> anyhow::Result<Report> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

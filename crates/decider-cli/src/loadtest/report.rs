@@ -1,10 +1,12 @@
 //! What a run reports. These types serialize to the `--json` output, so their field names
 //! are its keys.
 
-use super::knee::Knee;
 use super::ticker::Clock;
 use serde::Serialize;
 use std::collections::BTreeMap;
+
+/// Header whose values are counted per response ([`StepReport::sources`]).
+pub const SOURCE_HEADER: &str = "x-decision-source";
 
 /// Latency percentiles of one step, microseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -71,6 +73,15 @@ impl StepReport {
     }
 }
 
+/// The first step past the limit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Knee {
+    /// Its rate, requests/s.
+    pub rate: f64,
+    /// Why: p99 above the limit, or errors.
+    pub reason: String,
+}
+
 /// The measurements of one target.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TargetReport {
@@ -109,6 +120,11 @@ pub struct Report {
     /// Every target, when there are several.
     #[serde(skip_serializing_if = "single")]
     pub targets: Vec<TargetReport>,
+}
+
+/// `1234` µs as `1.234 ms`, as the table and the knee's reason write a latency.
+pub(super) fn fmt_ms(us: u64) -> String {
+    format!("{:.3} ms", us as f64 / 1e3)
 }
 
 /// With one target `targets` would repeat the top-level fields, so it is left out.

@@ -1,8 +1,8 @@
 //! One target's results during a step (latency and send-lag histograms, counts by status,
 //! error kind and decision source) and the [`StepReport`] made from them.
 
-use super::args::MAX_DURATION;
 use super::client::Outcome;
+use super::plan::MAX_DURATION;
 use super::report::{Latency, SendLag, StepReport};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;

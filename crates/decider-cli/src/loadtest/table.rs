@@ -1,15 +1,8 @@
 //! The human-readable report printed without `--json`.
 
-use super::knee::Knee;
-use super::report::{Report, StepReport};
+use super::report::{fmt_ms, Knee, Report, StepReport, SOURCE_HEADER};
 use super::ticker::Clock;
-use super::SOURCE_HEADER;
 use std::fmt::Write as _;
-
-/// `1234` µs as `1.234 ms`.
-pub(super) fn fmt_ms(us: u64) -> String {
-    format!("{:.3} ms", us as f64 / 1e3)
-}
 
 fn clock_name(c: Clock) -> &'static str {
     match c {

@@ -2,8 +2,8 @@
 //! answer as a test says, and a run with small defaults. Each test sends at most a few
 //! hundred requests.
 
-use super::plan::Plan;
-use super::{execute, Clock, LoadtestArgs, Report, SOURCE_HEADER};
+use super::{execute, Clock, Report, SOURCE_HEADER};
+use crate::commands::loadtest::{plan, Args};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -95,8 +95,8 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// Flags for a short run against `url`: 200/s for 500 ms, no warmup.
-pub(super) fn args(url: String) -> LoadtestArgs {
-    LoadtestArgs {
+pub(crate) fn args(url: String) -> Args {
+    Args {
         url: vec![url],
         method: None,
         body: None,
@@ -118,6 +118,6 @@ pub(super) fn args(url: String) -> LoadtestArgs {
 }
 
 /// Runs `a` and returns the report.
-pub(super) fn report(a: &LoadtestArgs) -> Report {
-    execute(&Plan::from_args(a).unwrap()).unwrap()
+pub(crate) fn report(a: &Args) -> Report {
+    execute(&plan(a).unwrap()).unwrap()
 }

@@ -2,7 +2,7 @@
 //! docs). Pure arithmetic: the rows already carry the target's distribution and the
 //! cross-fitted reward predictions.
 
-use super::{Row, Weights};
+use super::sample::Row;
 use serde::Serialize;
 
 /// Two-sided 95% standard-normal quantile.
@@ -38,6 +38,17 @@ impl Estimate {
     pub fn width(&self) -> f64 {
         self.ci95[1] - self.ci95[0]
     }
+}
+
+/// Importance-weight summary.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Weights {
+    /// Mean weight (≈ 1 with correct propensities and full overlap).
+    pub mean: Estimate,
+    /// Largest weight.
+    pub max: f64,
+    /// Samples whose logged action the target can take (weight > 0).
+    pub matched: usize,
 }
 
 /// Mean of per-sample terms with the standard error `sd / √n` (sample sd, `n − 1`).

@@ -36,9 +36,10 @@
 //! - **Reject pays 0** by default, so `argmax q̂` never rejects unless every route pays 0;
 //!   overload protection must stay with the rule table (or reject needs a reward).
 
+use super::options::{OpeError, OpeOptions};
 use super::reward_model::RewardModel;
+use super::sample::{usable, Sample};
 use super::support::{cell_counts, cell_supports, DETERMINISTIC};
-use super::{usable, OpeError, OpeOptions, Sample};
 use decider_core::{Action, State, NUM_ACTIONS};
 
 /// Labels each usable sample's state with its best supported action (module docs, step 3),

@@ -32,23 +32,12 @@
 //! fitted on the other K − 1 and predict the held-out fold. Every sample's `q̂` therefore comes
 //! from a model that never saw its reward.
 
-use super::{reward_trees, OpeOptions, Sample};
+use super::options::{OpeOptions, RewardModelKind};
+use super::reward_trees;
+use super::sample::Sample;
 use crate::rng::Rng;
 use decider_core::model::Ensemble;
 use decider_core::{encode, State, FEATURE_DIM, NUM_ACTIONS};
-use serde::Serialize;
-
-/// Reward model family.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RewardModelKind {
-    /// Per-action boosted trees ([`super::reward_trees`]).
-    Trees,
-    /// Per-action regularised logistic regression on [`features`].
-    Logistic,
-    /// Per-action mean reward (a baseline; DR then only gains a control variate).
-    ActionMean,
-}
 
 const LOAD_STEPS: [f64; 10] = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
 const SUCCESS_STEPS: [f64; 11] = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98];

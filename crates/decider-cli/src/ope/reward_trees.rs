@@ -9,7 +9,7 @@
 //! probability equal to the reward (seeded), which keeps the expected label equal to the
 //! reward. Early stopping uses a seeded 20% split of the action's rows.
 
-use super::Sample;
+use super::sample::Sample;
 use crate::gbdt::{self, GbdtParams};
 use crate::rng::Rng;
 use decider_core::model::{softmax, Ensemble};

@@ -6,7 +6,8 @@
 //! `0.15 + 0.45 · success_rate`, plus 0.3 on the state's [`preferred_route`], minus 0.25 with
 //! a full queue (≥ 100) and minus 0.1 at load ≥ 0.95, clamped to `[0.02, 0.98]`.
 
-use super::{one_hot, Sample, TargetPolicy};
+use super::sample::Sample;
+use super::target::{one_hot, TargetPolicy};
 use crate::rng::Rng;
 use crate::simulate::{home_action, label, sample_state};
 use decider_core::{Action, State, NUM_ACTIONS};

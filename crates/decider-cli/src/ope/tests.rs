@@ -5,6 +5,7 @@ use super::synthetic::{
     best, best_or_reject, greedy, simulate_logs, soft, soft_or_reject, true_value, Logging,
 };
 use super::*;
+use decider_core::{Action, State, NUM_ACTIONS};
 
 fn route_a(_: &State) -> [f64; NUM_ACTIONS] {
     one_hot(Action::RouteA)

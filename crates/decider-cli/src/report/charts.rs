@@ -136,7 +136,16 @@ fn rates(title: &str, rows: &[(String, GroupStats)]) -> String {
     s.finish()
 }
 
-pub(super) fn all(r: &Report) -> Vec<(String, String)> {
+// The renderers add their method to `Report` here, so that the report's own module does
+// not depend on them.
+impl Report {
+    /// The charts, as (file name, SVG text).
+    pub fn charts(&self) -> Vec<(String, String)> {
+        all(self)
+    }
+}
+
+fn all(r: &Report) -> Vec<(String, String)> {
     let a = &r.agg;
     vec![
         ("fallback-over-time.svg".into(), fallback_over_time(r)),

@@ -48,7 +48,16 @@ fn by_reason(counts: &[u64; 7], n: u64) -> Value {
     )
 }
 
-pub(super) fn report(r: &Report) -> Value {
+// The renderers add their method to `Report` here, so that the report's own module does
+// not depend on them.
+impl Report {
+    /// The `--json` object.
+    pub fn to_json(&self) -> Value {
+        report(self)
+    }
+}
+
+fn report(r: &Report) -> Value {
     let a = &r.agg;
     let fallbacks: u64 = a.fallback_by_reason.iter().sum();
     let over_time: Vec<Value> = r

@@ -65,7 +65,16 @@ fn width(ms: i64) -> String {
     }
 }
 
-pub(super) fn text(r: &Report) -> String {
+// The renderers add their method to `Report` here, so that the report's own module does
+// not depend on them.
+impl Report {
+    /// The readable tables.
+    pub fn to_text(&self) -> String {
+        text(self)
+    }
+}
+
+fn text(r: &Report) -> String {
     let (rd, a) = (&r.read, &r.agg);
     let mut s = String::new();
     let _ = writeln!(

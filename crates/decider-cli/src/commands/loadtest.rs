@@ -1,19 +1,15 @@
-//! The flags of `decider loadtest`, their parsers, and the limits that bound a run.
+//! `decider loadtest`: its flags, their parsers and checks, and the run. The load generator
+//! itself is [`crate::loadtest`]; the checked flags are its plan.
 
-use super::ticker::Clock;
+use crate::loadtest::{
+    execute, render_table, Clock, Plan, Target, MAX_DURATION, MAX_RATE, MAX_REQUESTS, MAX_STEPS,
+    MAX_TARGETS,
+};
+use anyhow::{bail, Context as _};
+use hyper::body::Bytes;
+use hyper::{HeaderMap, Method};
 use std::path::PathBuf;
 use std::time::Duration;
-
-/// Largest accepted arrival rate, requests per second.
-pub(super) const MAX_RATE: f64 = 200_000.0;
-/// Longest accepted duration (each of `--duration`, `--warmup`, `--timeout`).
-pub(super) const MAX_DURATION: Duration = Duration::from_secs(3600);
-/// Largest accepted number of requests in one run (all steps and warmup together).
-pub(super) const MAX_REQUESTS: u64 = 50_000_000;
-/// Largest accepted number of steps.
-pub(super) const MAX_STEPS: usize = 1000;
-/// Largest accepted number of `--url` targets.
-pub(super) const MAX_TARGETS: usize = 16;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -39,7 +35,7 @@ given, `content-type: application/json`.";
     about = "Load-test a running Worker: open-loop constant rate or step ramp; latency percentiles, errors by kind, decisions by x-decision-source",
     after_help = EXAMPLES
 )]
-pub struct LoadtestArgs {
+pub struct Args {
     /// Target URL, http only (e.g. http://127.0.0.1:8787/v1/decide). Repeat it to load
     /// several targets in one interleaved schedule, each at --rate.
     #[arg(long, required = true, value_name = "URL")]
@@ -97,6 +93,126 @@ pub struct LoadtestArgs {
     pub clock: Clock,
 }
 
+/// Runs the load test and prints the report (table, or JSON with `--json`).
+///
+/// # Errors
+/// Invalid flags, an unreadable body file, an unresolvable host, or a runtime that cannot start.
+/// Failed requests are not errors: they are counted in the report.
+pub fn run(a: &Args) -> anyhow::Result<()> {
+    let report = execute(&plan(a)?)?;
+    if a.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print!("{}", render_table(&report));
+    }
+    Ok(())
+}
+
+/// Checks the flags, reads the body file and resolves every target.
+///
+/// # Errors
+/// A flag out of range (the message names it), an unreadable body file, or a host that
+/// does not resolve.
+pub(crate) fn plan(a: &Args) -> anyhow::Result<Plan> {
+    if a.url.is_empty() {
+        bail!("--url is required");
+    }
+    if a.url.len() > MAX_TARGETS {
+        bail!(
+            "--url given {} times, at most {MAX_TARGETS} targets",
+            a.url.len()
+        );
+    }
+    let targets = a
+        .url
+        .iter()
+        .map(|u| Target::parse(u))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let method = match &a.method {
+        Some(m) => Method::from_bytes(m.to_ascii_uppercase().as_bytes())
+            .map_err(|_| anyhow::anyhow!("--method {m:?} is not an HTTP method"))?,
+        None if a.body.is_some() => Method::POST,
+        None => Method::GET,
+    };
+    let body = match &a.body {
+        Some(p) => Bytes::from(
+            std::fs::read(p).with_context(|| format!("cannot read --body {}", p.display()))?,
+        ),
+        None => Bytes::new(),
+    };
+    let mut headers = HeaderMap::new();
+    for h in &a.headers {
+        let Some((k, v)) = h.split_once(':') else {
+            bail!("--header must be NAME:VALUE, got {h:?}");
+        };
+        let name = hyper::header::HeaderName::from_bytes(k.trim().as_bytes())
+            .map_err(|_| anyhow::anyhow!("--header name {k:?} is not valid"))?;
+        let value = hyper::header::HeaderValue::from_str(v.trim())
+            .map_err(|_| anyhow::anyhow!("--header value {v:?} is not valid"))?;
+        headers.append(name, value);
+    }
+    if a.body.is_some() && !headers.contains_key(hyper::header::CONTENT_TYPE) {
+        headers.insert(
+            hyper::header::CONTENT_TYPE,
+            hyper::header::HeaderValue::from_static("application/json"),
+        );
+    }
+    let rates = match a.step {
+        Some(s) => s.rates(),
+        None => vec![a.rate],
+    };
+    let per_target_max = MAX_RATE / targets.len() as f64;
+    if let Some(r) = rates
+        .iter()
+        .find(|r| !(r.is_finite() && **r > 0.0 && **r <= per_target_max))
+    {
+        bail!(
+            "rate must be in (0, {per_target_max}] requests/s per target ({} target(s)), got {r}",
+            targets.len()
+        );
+    }
+    if a.duration.is_zero() {
+        bail!("--duration must be > 0");
+    }
+    if a.timeout.is_zero() {
+        bail!("--timeout must be > 0");
+    }
+    if a.knee_confirm == 0 || a.knee_confirm > MAX_STEPS {
+        bail!(
+            "--knee-confirm must be 1..={MAX_STEPS}, got {}",
+            a.knee_confirm
+        );
+    }
+    if a.connections == 0 || a.connections > 10_000 {
+        bail!("--connections must be 1..=10000, got {}", a.connections);
+    }
+    let total: f64 = rates
+        .iter()
+        .map(|r| r * a.duration.as_secs_f64())
+        .sum::<f64>()
+        + rates[0] * a.warmup.as_secs_f64();
+    let total = total * targets.len() as f64;
+    if total > MAX_REQUESTS as f64 {
+        bail!("this run would send {total:.0} requests, more than the {MAX_REQUESTS} allowed");
+    }
+    Ok(Plan {
+        targets,
+        method,
+        headers,
+        body,
+        rates,
+        duration: a.duration,
+        warmup: a.warmup,
+        p99_limit: a.p99_limit,
+        stop_at_knee: !a.no_stop_at_knee,
+        knee_confirm: a.knee_confirm,
+        connections: a.connections,
+        timeout: a.timeout,
+        latency_log: a.latency_log.clone(),
+        clock: a.clock.resolve(),
+    })
+}
+
 /// A `--step START:END:STEP` ramp.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepSpec {
@@ -118,7 +234,7 @@ impl StepSpec {
 }
 
 /// Parses `START:END:STEP` (requests per second).
-pub(super) fn parse_step(s: &str) -> Result<StepSpec, String> {
+pub(crate) fn parse_step(s: &str) -> Result<StepSpec, String> {
     let parts: Vec<&str> = s.split(':').collect();
     let [a, b, c] = parts.as_slice() else {
         return Err(format!("expected START:END:STEP, got {s:?}"));
@@ -173,15 +289,16 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::loadtest::testing::args;
     use clap::Parser;
 
     #[derive(Parser)]
     struct Cli {
         #[command(flatten)]
-        args: LoadtestArgs,
+        args: Args,
     }
 
-    fn parse(argv: &[&str]) -> Result<LoadtestArgs, String> {
+    fn parse(argv: &[&str]) -> Result<Args, String> {
         Cli::try_parse_from(std::iter::once("loadtest").chain(argv.iter().copied()))
             .map(|c| c.args)
             .map_err(|e| e.to_string())
@@ -265,5 +382,121 @@ mod tests {
             let e = parse(&[&["--url", "http://a/"], &argv[..]].concat()).unwrap_err();
             assert!(e.contains(argv[0]) && e.contains(needle), "{argv:?}: {e}");
         }
+    }
+
+    #[test]
+    fn bad_flags_are_refused_with_a_message() {
+        let base = || args("http://127.0.0.1:9/".into());
+        let cases: Vec<(Args, &str)> = vec![
+            (args("https://127.0.0.1/".into()), "http://"),
+            (args("http:///x".into()), "no host"),
+            (
+                Args {
+                    url: vec!["http://127.0.0.1:9/".into(), "ftp://127.0.0.1/".into()],
+                    ..base()
+                },
+                "\"ftp://127.0.0.1/\"",
+            ),
+            (
+                Args {
+                    url: vec!["http://127.0.0.1:9/".into(); 17],
+                    ..base()
+                },
+                "at most 16 targets",
+            ),
+            (
+                Args {
+                    url: vec!["http://127.0.0.1:9/".into(); 2],
+                    rate: 150_000.0,
+                    ..base()
+                },
+                "per target (2 target(s))",
+            ),
+            (
+                Args {
+                    rate: 0.0,
+                    ..base()
+                },
+                "rate",
+            ),
+            (
+                Args {
+                    connections: 0,
+                    ..base()
+                },
+                "--connections",
+            ),
+            (
+                Args {
+                    knee_confirm: 0,
+                    ..base()
+                },
+                "--knee-confirm",
+            ),
+            (
+                Args {
+                    duration: Duration::ZERO,
+                    ..base()
+                },
+                "--duration",
+            ),
+            (
+                Args {
+                    timeout: Duration::ZERO,
+                    ..base()
+                },
+                "--timeout",
+            ),
+            (
+                Args {
+                    headers: vec!["novalue".into()],
+                    ..base()
+                },
+                "NAME:VALUE",
+            ),
+            (
+                Args {
+                    headers: vec!["bad name: 1".into()],
+                    ..base()
+                },
+                "--header name",
+            ),
+            (
+                Args {
+                    body: Some("/nonexistent/body.json".into()),
+                    ..base()
+                },
+                "--body",
+            ),
+            (
+                Args {
+                    rate: 100_000.0,
+                    duration: Duration::from_secs(3600),
+                    ..base()
+                },
+                "more than",
+            ),
+            (
+                Args {
+                    method: Some("GE T".into()),
+                    ..base()
+                },
+                "--method",
+            ),
+        ];
+        for (a, needle) in cases {
+            let e = plan(&a).unwrap_err().to_string();
+            assert!(e.contains(needle), "{needle}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_ramp_is_one_rate_per_step_and_a_constant_rate_is_one_step() {
+        let mut a = args("http://127.0.0.1:9/".into());
+        a.rate = 42.0;
+        assert_eq!(plan(&a).unwrap().rates, [42.0]);
+        a.step = Some(parse_step("100:300:100").unwrap());
+        assert_eq!(plan(&a).unwrap().rates, [100.0, 200.0, 300.0]);
+        assert_eq!(Plan::count(300.0, Duration::from_millis(500)), 150);
     }
 }

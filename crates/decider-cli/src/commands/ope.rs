@@ -12,19 +12,18 @@ use crate::ope::{self, one_hot, Estimate, OpeError, OpeOptions, OpeReport};
 use crate::report::join::SuccessRule;
 use crate::serving::{load_decider, ModelArgs};
 use crate::CliError;
-use clap::Args;
 use decider_core::{Decider, Gates, State};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-/// Options of `decider ope`.
-#[derive(Debug, Clone, Args)]
+/// Flags of `decider ope`.
+#[derive(Debug, Clone, clap::Args)]
 #[command(
     about = "Estimate a candidate model off-policy on logged traffic: logged value, IPS, SNIPS and doubly robust with 95% intervals, effective sample size, support warnings",
     after_help = "Examples:\n  decider ope --logs tail.json --model candidate.json\n  decider ope --logs logpush/*.log.gz --model m.json --slo-ms 250 --json | jq '.dr, .warnings'\n  decider ope --logs newer.log --model m.json --rules rules/default.json --dump rows.jsonl\n\nReads every log format `decider report` reads. Samples: decisions with a joined outcome,\nholdout-arm and stale-signal decisions left out (the rules decide those whatever model\nserves). Reward: as in `decider report` (an outcome's reward, else status < 500 within\n--slo-ms; a reject pays --reject-reward). Exit code 2 for a bad flag or value, 1 when a\nfile cannot be read or the logs hold fewer than two usable samples."
 )]
-pub struct OpeArgs {
+pub struct Args {
     /// Log files, in any mix of formats (as `decider report`); plain or gzip; `-` is stdin.
     #[arg(long, num_args = 1.., required = true, value_name = "FILE")]
     pub logs: Vec<PathBuf>,
@@ -75,7 +74,7 @@ pub struct OpeOutcome {
 /// # Errors
 /// A usage error for a flag out of range; an unreadable log, artifact or rule table; fewer
 /// than two usable samples.
-pub fn run(a: &OpeArgs) -> Result<(), CliError> {
+pub fn run(a: &Args) -> anyhow::Result<()> {
     let out = evaluate(a)?;
     if let Some(p) = &a.dump {
         let f = std::fs::File::create(p).map_err(|e| CliError::file(p, e))?;
@@ -89,7 +88,7 @@ pub fn run(a: &OpeArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-fn options(a: &OpeArgs) -> OpeOptions {
+fn options(a: &Args) -> OpeOptions {
     OpeOptions {
         folds: a.folds,
         seed: a.seed,
@@ -98,7 +97,7 @@ fn options(a: &OpeArgs) -> OpeOptions {
 }
 
 fn estimate(
-    a: &OpeArgs,
+    a: &Args,
     decider: &Decider,
     logs: &FromLogs,
 ) -> Result<(OpeReport, Vec<ope::Row>), CliError> {
@@ -123,7 +122,7 @@ fn estimate(
 ///
 /// # Errors
 /// As [`run`].
-pub fn evaluate(a: &OpeArgs) -> Result<OpeOutcome, CliError> {
+pub fn evaluate(a: &Args) -> Result<OpeOutcome, CliError> {
     let rule = SuccessRule::new(a.slo_ms, a.reject_reward).map_err(CliError::Usage)?;
     options(a)
         .check()

@@ -1,0 +1,213 @@
+//! `decider train`: the training pipeline ([`crate::train`]) on a dataset file, or on rows
+//! labelled from decision logs with `--logs` ([`crate::train_logs`]); writes the artifact, its
+//! model card and its accuracy–coverage curve.
+
+use crate::gbdt::{Base, GbdtParams};
+use crate::report::join::SuccessRule;
+use crate::serving::load_rules;
+use crate::train::{self, TrainOptions};
+use crate::{card, dataset, train_logs, CliError};
+use anyhow::{anyhow, Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::json;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Flags of `decider train`.
+#[derive(clap::Args)]
+#[command(
+    about = "Train, early-stop, calibrate and pick the threshold; write artifact, model card and curve",
+    after_help = "Examples:\n  decider train --data data/train.jsonl --out model/decision-model.json\n  decider train --data train.jsonl --valid valid.jsonl --seed 7 --target-accuracy 0.995 --out m.json\n  decider train --logs older/*.log.gz --slo-ms 250 --out candidate.json\n\nWith --logs, each logged decision that has an outcome is labelled with the action a reward\nmodel fitted on the logs says pays best among those the logs tried in similar states (the\nlogged action where exploration was off); the model card and the artifact's `training`\nrecord say so (source: logs). Estimate the result with `decider ope` on newer logs."
+)]
+pub struct Args {
+    /// Training dataset (JSONL).
+    #[arg(long, required_unless_present = "logs", conflicts_with = "logs")]
+    pub data: Option<PathBuf>,
+    /// Learn from decision logs instead (any format `decider report` reads; gzip too).
+    #[arg(long, num_args = 1.., value_name = "FILE", conflicts_with = "valid")]
+    pub logs: Vec<PathBuf>,
+    /// With --logs: latency SLO in ms, a slower response earns 0 (when its latency is known).
+    #[arg(long, value_name = "N", conflicts_with = "data")]
+    pub slo_ms: Option<f64>,
+    /// With --logs: reward of a rejected request, 0..=1.
+    #[arg(long, value_name = "R", conflicts_with = "data")]
+    pub reject_reward: Option<f64>,
+    /// Output artifact (JSON). The model card (.md) and curve (.curve.svg) are written beside it.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Validation dataset; without it, a seeded share of --data is held out.
+    #[arg(long)]
+    pub valid: Option<PathBuf>,
+    /// Seed for the train/validation split.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Share held out for validation when --valid is absent.
+    #[arg(long, default_value_t = 0.2)]
+    pub valid_fraction: f64,
+    /// Validation accuracy the model-decided share must keep; sets the threshold.
+    #[arg(long, default_value_t = 0.99)]
+    pub target_accuracy: f64,
+    /// Rule table used for the system-accuracy metrics (default: the shipped table).
+    #[arg(long)]
+    pub rules: Option<PathBuf>,
+    /// Shrinkage per tree.
+    #[arg(long, default_value_t = GbdtParams::default().learning_rate)]
+    pub learning_rate: f64,
+    /// Upper bound on boosting rounds (early stopping usually ends sooner).
+    #[arg(long, default_value_t = GbdtParams::default().max_rounds)]
+    pub max_rounds: usize,
+    /// Leaves per tree.
+    #[arg(long, default_value_t = GbdtParams::default().max_leaves)]
+    pub max_leaves: usize,
+    /// Minimum rows per leaf.
+    #[arg(long, default_value_t = GbdtParams::default().min_samples_leaf)]
+    pub min_samples_leaf: usize,
+    /// What the trees boost from: the class priors; a softmax regression on the features
+    /// (`linear`); or that and 16 tanh units (`network`). For policies whose boundaries mix
+    /// features (a score per cluster from load, queue depth and hour, say), which trees
+    /// alone draw as staircases that stop where the training data stops. The artifact
+    /// gains `model.linear` (and `model.hidden`).
+    #[arg(long, value_enum, default_value_t = Base::Priors)]
+    pub base: Base,
+    /// Keep the model fitted on the training split instead of refitting on all rows of --data.
+    #[arg(long)]
+    pub no_refit: bool,
+    /// Markdown appended to the model card (e.g. the peer comparison).
+    #[arg(long)]
+    pub card_extra: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Print the training summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `decider train`.
+///
+/// # Errors
+/// An unreadable dataset, log file or rule table; logs with too few samples to learn from;
+/// options out of range; an output file that cannot be written.
+pub fn run(a: &Args) -> Result<()> {
+    let started = Instant::now();
+    let data = match &a.data {
+        Some(path) => dataset::read(path)?,
+        None => {
+            let rule = SuccessRule::new(a.slo_ms, a.reject_reward.unwrap_or(0.0))
+                .map_err(CliError::Usage)?;
+            let (data, logs) = train_logs::dataset(&a.logs, rule, a.seed, !a.quiet)?;
+            if !a.json {
+                let span = logs
+                    .span_iso()
+                    .map_or(String::new(), |(f, t)| format!(", {f} to {t}"));
+                println!(
+                    "from logs: {} labelled row(s) of {} decision(s){span}",
+                    data.rows.len(),
+                    logs.decisions
+                );
+                for w in logs.warnings() {
+                    println!("warning: {w}");
+                }
+            }
+            data
+        }
+    };
+    let valid = a.valid.as_deref().map(dataset::read).transpose()?;
+    let rules = load_rules(a.rules.as_deref())?;
+    let opts = TrainOptions {
+        seed: a.seed,
+        valid_fraction: a.valid_fraction,
+        target_accuracy: a.target_accuracy,
+        params: GbdtParams {
+            learning_rate: a.learning_rate,
+            max_rounds: a.max_rounds,
+            max_leaves: a.max_leaves,
+            min_samples_leaf: a.min_samples_leaf,
+            base: a.base,
+            ..GbdtParams::default()
+        },
+        refit: !a.no_refit,
+    };
+    let bar = if a.quiet || !std::io::stderr().is_terminal() {
+        ProgressBar::hidden()
+    } else {
+        let b =
+            ProgressBar::with_draw_target(Some(a.max_rounds as u64), ProgressDrawTarget::stderr());
+        b.set_style(
+            ProgressStyle::with_template("{spinner} round {pos}/{len} {bar:30} {msg} [{elapsed}]")
+                .expect("static template"),
+        );
+        b
+    };
+    let trained = train::train(&data, valid.as_ref(), &opts, &rules, |r| {
+        bar.set_position(r.round as u64);
+        bar.set_message(if r.valid_loss.is_nan() {
+            // The refit on all rows has no held-out data to report.
+            format!("refit on all rows: loss {:.4}", r.train_loss)
+        } else {
+            format!(
+                "loss {:.4} val_loss {:.4} val_acc {:.2}%",
+                r.train_loss,
+                r.valid_loss,
+                r.valid_accuracy * 100.0
+            )
+        });
+    })
+    .map_err(|e| anyhow!(e))?;
+    bar.finish_and_clear();
+    let art = &trained.artifact;
+    std::fs::write(&a.out, train::to_json(art)).with_context(|| format!("{}", a.out.display()))?;
+    let svg_path = sibling(&a.out, ".curve.svg");
+    let card_path = sibling(&a.out, ".md");
+    let title = format!("{}: validation accuracy vs coverage", art.model_version);
+    std::fs::write(
+        &svg_path,
+        card::curve_svg(&trained.curve, art.threshold, &title),
+    )
+    .with_context(|| format!("{}", svg_path.display()))?;
+    let extra = match &a.card_extra {
+        Some(p) => std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?,
+        None => String::new(),
+    };
+    let svg_name = svg_path
+        .file_name()
+        .map_or(String::new(), |s| s.to_string_lossy().to_string());
+    std::fs::write(&card_path, card::model_card(art, &svg_name, &extra))
+        .with_context(|| format!("{}", card_path.display()))?;
+    let secs = started.elapsed().as_secs_f64();
+    if a.json {
+        let mut s = trained.summary.clone();
+        s["seconds"] = json!(secs);
+        s["out"] = json!(a.out);
+        println!("{s}");
+    } else {
+        let m = &art.training["metrics"];
+        println!(
+            "{}: {} rounds in {:.1}s; validation accuracy {:.2}%, threshold {:.3} (coverage {:.1}%, accuracy there {:.2}%), temperature {:.3}",
+            art.model_version,
+            art.training["rounds"],
+            secs,
+            m["valid_accuracy"].as_f64().unwrap_or(0.0) * 100.0,
+            art.threshold,
+            m["valid_coverage_at_threshold"].as_f64().unwrap_or(0.0) * 100.0,
+            m["valid_accuracy_at_threshold"].as_f64().unwrap_or(0.0) * 100.0,
+            art.calibration.temperature
+        );
+        println!(
+            "wrote {}, {}, {}",
+            a.out.display(),
+            card_path.display(),
+            svg_path.display()
+        );
+    }
+    Ok(())
+}
+
+/// `out` with its extension replaced by `suffix` (`m.json` → `m.md`).
+fn sibling(out: &Path, suffix: &str) -> PathBuf {
+    let stem = out
+        .file_stem()
+        .map_or("model".into(), |s| s.to_string_lossy().to_string());
+    out.with_file_name(format!("{stem}{suffix}"))
+}
