@@ -19,6 +19,8 @@
 //! - [`ope_cmd`]: `decider ope` — a candidate estimated off-policy on logged traffic.
 //! - [`train_logs`]: `decider train --logs` — a training set labelled from logged traffic.
 //! - [`loadtest`]: the open-loop HTTP load generator behind `decider loadtest`.
+//! - [`synth_logs`]: deterministic synthetic Worker logs, written with the record codec, for
+//!   `decider report`'s tests and benchmark.
 #![deny(missing_docs)]
 
 use std::path::Path;
@@ -39,6 +41,7 @@ pub mod rng;
 pub mod serving;
 pub mod simulate;
 pub mod svg;
+pub mod synth_logs;
 pub mod train;
 pub mod train_logs;
 
