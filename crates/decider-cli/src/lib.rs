@@ -19,6 +19,8 @@
 //! - [`from_logs`]: logged decisions joined to their rewards, as off-policy samples.
 //! - [`train_logs`]: a training set labelled from logged traffic (`decider train --logs`).
 //! - [`loadtest`]: the open-loop HTTP load generator behind `decider loadtest`.
+//! - [`synth_logs`]: deterministic synthetic Worker logs, written with the record codec, for
+//!   `decider report`'s tests and benchmark.
 //! - [`commands`]: the `decider` commands, one module each: flags, the call into the modules
 //!   above, the output.
 #![deny(missing_docs)]
@@ -41,6 +43,7 @@ pub mod rng;
 pub mod serving;
 pub mod simulate;
 pub mod svg;
+pub mod synth_logs;
 pub mod train;
 pub mod train_logs;
 

@@ -75,9 +75,8 @@ fn raw_wrangler_dev_output() {
     // unrelated JSON log line; bad_record: state.hour 31.
     assert_eq!(skipped(&s), [6, 1, 1, 0, 0, 0]);
     assert!(
-        s.samples
-            .iter()
-            .any(|m| m == "input:11: bad_record: out_of_range: state.hour must be an integer 0..=23, got 31"),
+        s.samples.iter().any(|m| m
+            == "input:11: bad_record: out_of_range: state.hour must be an integer 0..=23, got 31"),
         "{:?}",
         s.samples
     );

@@ -40,7 +40,11 @@ fn the_log_reader_gives_every_record_case_its_verdict() {
             duplicates,
             "{name}"
         );
-        assert_eq!(s.skipped.get(SkipReason::BadRecord) as usize, bad.len(), "{name}");
+        assert_eq!(
+            s.skipped.get(SkipReason::BadRecord) as usize,
+            bad.len(),
+            "{name}"
+        );
         // The dev server's request lines are not records.
         assert_eq!(
             s.skipped.get(SkipReason::NotJson) as usize,

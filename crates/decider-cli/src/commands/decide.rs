@@ -5,7 +5,7 @@
 
 use crate::serving::{load_decider, ModelArgs};
 use anyhow::{bail, Context, Result};
-use decider_core::{Gates, State, FieldError};
+use decider_core::{FieldError, Gates, State};
 use serde_json::{json, Value};
 use std::io::{BufRead, Write};
 use std::time::Instant;
