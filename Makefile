@@ -163,10 +163,10 @@ clean:
 	rm -rf build .wrangler
 
 # --- bench (perf) ---
-# One run, then BENCHMARKS.md rendered from its result files (bench/results/): the decision in
-# wasm in V8, workerd CPU per request and cold start of edge-decider against an empty
-# workers-rs Worker (with an A/A control), wasm sizes, `decider loadtest` against oha, and
-# `decider report` on 1,000,000 log lines. About 10 minutes; BENCH_QUICK=1: a short check.
+# One run, then docs/reports/BENCHMARKS.md rendered from its result files (bench/results/):
+# the decision in wasm in V8, workerd CPU per request and cold start of edge-decider against an
+# empty workers-rs Worker (with an A/A control), wasm sizes, `decider loadtest` against oha,
+# and `decider report` on 1,000,000 log lines. About 10 minutes; BENCH_QUICK=1: a short check.
 .PHONY: bench
 bench: setup
 	bash bench/run.sh
@@ -202,7 +202,7 @@ unseen: cli
 
 # --- soak (hardening) ---
 # A fixed rate at `wrangler dev` for 60 s in 10 s windows; 0 errors and last-window p99
-# within 20% of the first, or it fails. Writes SOAK.md.
+# within 20% of the first, or it fails. Writes docs/reports/SOAK.md.
 .PHONY: soak
 soak: setup build cli
 	bash scripts/soak.sh
@@ -211,7 +211,7 @@ soak: setup build cli
 # The built Worker in workerd against three loopback origins with a ground truth of their own:
 # scenario A (champion/challenger + rules holdout, read by `decider report`) and scenario B
 # (explore, `decider train --logs`, `decider ope`, serve the candidate). Writes lab/results/
-# and lab/LAB.md; fails when a must-show fails. About 5 minutes; not part of `make test`.
+# and docs/reports/LAB.md; fails when a must-show fails. About 5 minutes; not part of `make test`.
 .PHONY: lab
 lab: setup build cli
 	node lab/run.mjs
