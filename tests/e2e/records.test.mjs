@@ -24,6 +24,32 @@ afterAll(() => Promise.all([w?.dispose(), explore?.dispose()]));
 const record = (worker, id) => worker.waitForLog((l) => l.event === "decision" && l.decision_id === id);
 
 describe("decision records", () => {
+  test("one JSON log line per decision with the documented fields", async () => {
+    const res = await w.decide({ state: { ...EXAMPLE_STATE, queue_depth: 13 } }, { "cf-ray": "log-test-1" });
+    const d = await res.json();
+    const line = await w.waitForLog((l) => l.request_id === "log-test-1");
+    expect(line).toMatchObject({
+      event: "decision",
+      endpoint: "decide",
+      action: d.action,
+      source: d.source,
+      fallback_reason: d.fallback_reason,
+      confidence: d.confidence,
+      model_version: d.model_version,
+      encoder_version: 1,
+      decision_us: d.decision_us,
+    });
+    expect(Date.parse(line.ts)).not.toBeNaN();
+    expect(w.logs.filter((l) => l.request_id === "log-test-1")).toHaveLength(1);
+  });
+
+  test("a request without cf-ray logs a null request id", async () => {
+    const before = w.logs.length;
+    await (await w.decide({ state: { ...EXAMPLE_STATE, queue_depth: 14 } })).arrayBuffer();
+    const line = await w.waitForLog((l, i) => i >= before && l.event === "decision");
+    expect(line.request_id).toBeNull();
+  });
+
   test("a /v1/decide record carries the state as decided, its id, propensity and versions", async () => {
     const { hour: _h, ...noHour } = EXAMPLE_STATE;
     const res = await w.decide({ state: noHour }, { "cf-ray": "rec-1" });
