@@ -41,11 +41,11 @@ WRANGLER := node_modules/.bin/wrangler
 WORKER_INPUTS := Cargo.toml Cargo.lock build.rs scripts/build-worker.sh model/decision-model.json rules/default.json \
 	$(shell find src crates/decider-core/src crates/decider-core/Cargo.toml -type f 2>/dev/null)
 
-.PHONY: help setup tools node node-runtime env dev build test fmt clippy cargo-test doc cli e2e deploy size skew clean
+.PHONY: help setup tools node node-runtime env dev build test fmt doc-refs clippy cargo-test doc cli e2e deploy size skew clean
 
 help:
 	@echo "make dev     set up what is missing, build, and serve on 127.0.0.1:\$$PORT (default 8787); DEV_ARGS go to wrangler dev"
-	@echo "make test    set up, then fmt, clippy, cargo test, cargo doc, wasm build, end-to-end tests in workerd"
+	@echo "make test    set up, then fmt, doc references, clippy, cargo test, cargo doc, wasm build, end-to-end tests in workerd"
 	@echo "make deploy  wrangler deploy (ENV=workers-ai for the Workers AI environment)"
 	@echo "make size    raw and gzip size of the built wasm"
 	@echo "make env     print the PATH line that puts the Makefile's Node first (eval \"\$$(make -s env)\")"
@@ -129,13 +129,19 @@ deploy: setup build
 
 test: setup
 	@start=$$(date +%s); \
-	for step in fmt clippy cargo-test doc build size cli build/challenger/index.js e2e; do \
+	for step in fmt doc-refs clippy cargo-test doc build size cli build/challenger/index.js e2e; do \
 		echo "== make $$step"; $(MAKE) --no-print-directory $$step; \
 	done; \
 	echo "make test: all green in $$(( $$(date +%s) - start )) s"
 
 fmt:
 	cargo fmt --all --check
+
+# Every relative link, repository path and Rust item the docs name exists (the checker checks
+# itself first on an in-memory example).
+doc-refs: node-runtime
+	node scripts/check-doc-refs.mjs --self-test
+	node scripts/check-doc-refs.mjs
 
 clippy:
 	cargo clippy --workspace --all-targets --locked -- -D warnings
