@@ -210,7 +210,8 @@ unseen: cli
 # A fixed rate at `wrangler dev` for 60 s in 10 s windows; 0 errors and last-window p99
 # within 20% of the first, or it fails. Writes docs/reports/SOAK.md.
 .PHONY: soak
-soak: setup build cli
+soak: setup build
+	cargo build --release --locked -p decider-cli
 	bash scripts/soak.sh
 
 # --- lab (decision loop end to end) ---
