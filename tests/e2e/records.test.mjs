@@ -9,7 +9,7 @@ import { EXAMPLE_STATE, ROOT, startWorker } from "./helpers.mjs";
 
 const TOKEN = "outcome-token-for-tests";
 const STATES = readFileSync(path.join(ROOT, "tests/fixtures/skew_states.jsonl"), "utf8").split("\n").filter(Boolean);
-const GOLDEN = readFileSync(path.join(ROOT, "tests/fixtures/golden_decisions_wasm.jsonl"), "utf8").split("\n").filter(Boolean);
+const GOLDEN = readFileSync(path.join(ROOT, "tests/fixtures/golden_decisions.jsonl"), "utf8").split("\n").filter(Boolean);
 
 let w;
 let explore;
@@ -78,9 +78,8 @@ describe("decision records", () => {
   });
 
   test("with EXPLORE_PERCENT unset, decisions are byte for byte the golden ones", async () => {
-    // The golden answers were recorded from the Worker built before exploration existed (its
-    // wasm libm differs from the native one in the last bits of small probabilities, so the
-    // native golden file of decider-core's tests is not this one).
+    // The same file as decider-core's native golden test (crates/decider-core/tests/decisions.rs):
+    // a served model's softmax takes exp from the libm crate on every target.
     for (let i = 0; i < STATES.length; i++) {
       const text = await (await w.decide(`{"state": ${STATES[i]}}`)).text();
       // The golden line is the decision; the Worker's answer adds its id at the end.
