@@ -41,11 +41,11 @@ WRANGLER := node_modules/.bin/wrangler
 WORKER_INPUTS := Cargo.toml Cargo.lock build.rs scripts/build-worker.sh model/decision-model.json rules/default.json \
 	$(shell find src crates/decider-core/src crates/decider-core/Cargo.toml -type f 2>/dev/null)
 
-.PHONY: help setup tools node node-runtime env dev build test fmt clippy cargo-test doc cli e2e deploy size skew structure clean
+.PHONY: help setup tools node node-runtime env dev build test fmt doc-refs structure clippy cargo-test doc cli e2e deploy size skew clean
 
 help:
 	@echo "make dev     set up what is missing, build, and serve on 127.0.0.1:\$$PORT (default 8787); DEV_ARGS go to wrangler dev"
-	@echo "make test    set up, then fmt, clippy, cargo test, cargo doc, wasm build, end-to-end tests in workerd"
+	@echo "make test    set up, then fmt, doc references, module structure, clippy, cargo test, cargo doc, wasm build, end-to-end tests in workerd"
 	@echo "make deploy  wrangler deploy (ENV=workers-ai for the Workers AI environment)"
 	@echo "make size    raw and gzip size of the built wasm"
 	@echo "make structure  no import circle among the modules of any crate (scripts/check-structure.py)"
@@ -130,13 +130,19 @@ deploy: setup build
 
 test: setup
 	@start=$$(date +%s); \
-	for step in fmt clippy cargo-test doc build size cli build/challenger/index.js e2e; do \
+	for step in fmt doc-refs structure clippy cargo-test doc build size cli build/challenger/index.js e2e; do \
 		echo "== make $$step"; $(MAKE) --no-print-directory $$step; \
 	done; \
 	echo "make test: all green in $$(( $$(date +%s) - start )) s"
 
 fmt:
 	cargo fmt --all --check
+
+# Every relative link, repository path and Rust item the docs name exists (the checker checks
+# itself first on an in-memory example).
+doc-refs: node-runtime
+	node scripts/check-doc-refs.mjs --self-test
+	node scripts/check-doc-refs.mjs
 
 clippy:
 	cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -171,10 +177,10 @@ clean:
 	rm -rf build .wrangler
 
 # --- bench (perf) ---
-# One run, then BENCHMARKS.md rendered from its result files (bench/results/): the decision in
-# wasm in V8, workerd CPU per request and cold start of edge-decider against an empty
-# workers-rs Worker (with an A/A control), wasm sizes, `decider loadtest` against oha, and
-# `decider report` on 1,000,000 log lines. About 10 minutes; BENCH_QUICK=1: a short check.
+# One run, then docs/reports/BENCHMARKS.md rendered from its result files (bench/results/):
+# the decision in wasm in V8, workerd CPU per request and cold start of edge-decider against an
+# empty workers-rs Worker (with an A/A control), wasm sizes, `decider loadtest` against oha,
+# and `decider report` on 1,000,000 log lines. About 10 minutes; BENCH_QUICK=1: a short check.
 .PHONY: bench
 bench: setup
 	bash bench/run.sh
@@ -212,16 +218,17 @@ unseen:
 
 # --- soak (hardening) ---
 # A fixed rate at `wrangler dev` for 60 s in 10 s windows; 0 errors and last-window p99
-# within 20% of the first, or it fails. Writes SOAK.md.
+# within 20% of the first, or it fails. Writes docs/reports/SOAK.md.
 .PHONY: soak
-soak: setup build cli
+soak: setup build
+	cargo build --release --locked -p decider-cli
 	bash scripts/soak.sh
 
 # --- lab (decision loop end to end) ---
 # The built Worker in workerd against three loopback origins with a ground truth of their own:
 # scenario A (champion/challenger + rules holdout, read by `decider report`) and scenario B
 # (explore, `decider train --logs`, `decider ope`, serve the candidate). Writes lab/results/
-# and lab/LAB.md; fails when a must-show fails. About 5 minutes; not part of `make test`.
+# and docs/reports/LAB.md; fails when a must-show fails. About 5 minutes; not part of `make test`.
 .PHONY: lab
 lab: setup build cli
 	node lab/run.mjs

@@ -1,8 +1,8 @@
-// Renders BENCHMARKS.md from the result files of one `make bench` run (bench/results/*.json):
+// Renders docs/reports/BENCHMARKS.md from the result files of one `make bench` run (bench/results/*.json):
 // the judged headline, what each row measures, the tables, the machine and the commands.
 // Every number on the page is read from those files; none is typed in.
 //
-// usage: node bench/render.mjs --results bench/results --out BENCHMARKS.md
+// usage: node bench/render.mjs --results bench/results --out docs/reports/BENCHMARKS.md
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { arg } from "./lib.mjs";
@@ -125,6 +125,6 @@ p("make bench                 # = bash bench/run.sh: builds, the steps below, th
 for (const c of ["micro.mjs --wasm target/bench-wasm-micro/wasm32-unknown-unknown/release/decider_wasm_micro.wasm --out bench/results/micro.json",
   "inturn.mjs --decider target/release/decider --out bench/results/inturn.json", "cold.mjs --out bench/results/cold.json",
   "agreement.mjs --decider target/release/decider --oha .tools/bin/oha --out bench/results/agreement.json",
-  "report_cli.mjs --decider target/release/decider --out bench/results/report.json", "render.mjs --results bench/results --out BENCHMARKS.md"]) p(`node bench/${c}`);
+  "report_cli.mjs --decider target/release/decider --out bench/results/report.json", "render.mjs --results bench/results --out docs/reports/BENCHMARKS.md"]) p(`node bench/${c}`);
 p("```");
-writeFileSync(arg("out", "BENCHMARKS.md"), lines.join("\n") + "\n");
+writeFileSync(arg("out", "docs/reports/BENCHMARKS.md"), lines.join("\n") + "\n");

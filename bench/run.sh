@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make bench`: builds what the benchmarks need (each build skipped when up to date), runs each
-# measurement once into bench/results/*.json, and renders BENCHMARKS.md from those files.
+# measurement once into bench/results/*.json, and renders docs/reports/BENCHMARKS.md from those files.
 # Steps: micro (the decision in V8), inturn (workerd CPU and latency at 200/s), cold (cold
 # starts), agreement (`decider loadtest` against oha), report (`decider report` on a large log),
 # sizes (the wasm files). Loopback only. BENCH_QUICK=1: short runs, to check the pipeline.
@@ -60,5 +60,5 @@ cat > "$RESULTS/machine.json" <<JSON
  "miniflare": "$(version miniflare)", "workerd": "$(version workerd)", "load_start": "$load_start", "load_end": "$(cut -d' ' -f1-3 /proc/loadavg)",
  "steps_s": {$(IFS=,; echo "${steps[*]}")}}
 JSON
-node bench/render.mjs --results "$RESULTS" --out BENCHMARKS.md
-say "done: BENCHMARKS.md ($(($(date +%s) - start_s)) s)"
+node bench/render.mjs --results "$RESULTS" --out docs/reports/BENCHMARKS.md
+say "done: docs/reports/BENCHMARKS.md ($(($(date +%s) - start_s)) s)"

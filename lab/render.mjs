@@ -1,4 +1,4 @@
-// Renders lab/LAB.md from lab/results/*.json (nothing in it is written by hand but the prose).
+// Renders docs/reports/LAB.md from lab/results/*.json (nothing in it is written by hand but the prose).
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -150,7 +150,7 @@ ${sectionA(a)}
 
 ${sectionB(b)}
 `;
-  writeFileSync(path.join(LAB, "LAB.md"), md);
+  writeFileSync(path.join(LAB, "..", "docs", "reports", "LAB.md"), md);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) render();

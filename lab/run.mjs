@@ -1,5 +1,5 @@
-// `make lab`: scenario A, scenario B, then lab/LAB.md. Exits 1 when a must-show fails.
-// LAB_ONLY=a or LAB_ONLY=b runs one scenario (LAB.md keeps the other's last results).
+// `make lab`: scenario A, scenario B, then docs/reports/LAB.md. Exits 1 when a must-show fails.
+// LAB_ONLY=a or LAB_ONLY=b runs one scenario (docs/reports/LAB.md keeps the other's last results).
 import { render } from "./render.mjs";
 import { scenarioA } from "./scenario-a.mjs";
 import { scenarioB } from "./scenario-b.mjs";
@@ -16,5 +16,5 @@ for (const r of results) {
     if (!m.pass) failed++;
   }
 }
-console.log(failed ? `make lab: ${failed} must-show(s) failed (see lab/LAB.md)` : "make lab: every must-show passed (lab/LAB.md)");
+console.log(failed ? `make lab: ${failed} must-show(s) failed (see docs/reports/LAB.md)` : "make lab: every must-show passed (docs/reports/LAB.md)");
 process.exit(failed ? 1 : 0);

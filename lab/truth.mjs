@@ -86,7 +86,7 @@ export function hash01(text) {
   return Number(h >> 11n) / 2 ** 53;
 }
 
-/** A Markdown description of the ground truth, for LAB.md. */
+/** A Markdown description of the ground truth, for docs/reports/LAB.md. */
 export const TRUTH_MD = `Success probability of a request on a cluster, times the health factor
 \`0.5 + 0.5 × recent_success_rate\` (the same for every cluster). Load is \`current_load\`.
 

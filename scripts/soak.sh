@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Soak: a fixed rate at `wrangler dev` for SOAK_WINDOWS × 10 s (default 6 → 60 s) with the
 # project's load generator, measured as consecutive 10 s windows. Passes when no request
-# failed and the p99 of the last window is within 20% of the first. Writes SOAK.md with the
+# failed and the p99 of the last window is within 20% of the first. Writes docs/reports/SOAK.md with the
 # numbers and the command that produced them.
 #   make soak [SOAK_RATE=200] [SOAK_WINDOWS=6] [SOAK_PORT=8797]
 set -euo pipefail
@@ -59,7 +59,7 @@ Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}.
 |---|---|---|---|---|---|---|---|---|
 {rows}
 """
-open("SOAK.md", "w").write(text)
+open("docs/reports/SOAK.md", "w").write(text)
 print(text)
 sys.exit(0 if ok else 1)
 PY

@@ -1,5 +1,8 @@
-// POST /v1/decide, GET /v1/health and the error surface, on the embedded model.
+// POST /v1/decide, GET /v1/health and the error surface, on the embedded model: bad requests,
+// the shared bad-input table (tests/fixtures/bad_inputs.json, also run by
+// scripts/check-bad-inputs.mjs), and answering again after a wasm trap.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { bodyBytes, check } from "../../scripts/check-bad-inputs.mjs";
 import {
   ACTIONS, COMPAT_DATE, EXAMPLE_STATE, checkDecisionShape, readJson, rng, startWorker,
 } from "./helpers.mjs";
@@ -8,6 +11,7 @@ const ARTIFACT = readJson("model/decision-model.json");
 const DEFAULT_RULES = readJson("rules/default.json");
 const GOLDEN = readJson("tests/fixtures/golden_features.json");
 const BAD = readJson("tests/e2e/cases/bad_requests.json").cases;
+const BAD_INPUTS = readJson("tests/fixtures/bad_inputs.json").cases;
 
 let w;
 beforeAll(async () => {
@@ -26,32 +30,6 @@ describe("POST /v1/decide", () => {
     expect(d.confidence).toBeGreaterThanOrEqual(ARTIFACT.threshold);
     expect(d.confidence).toBe(d.probabilities[d.action]);
     expect(Math.max(...Object.values(d.probabilities))).toBe(d.confidence);
-  });
-
-  test("one JSON log line per decision with the documented fields", async () => {
-    const res = await w.decide({ state: { ...EXAMPLE_STATE, queue_depth: 13 } }, { "cf-ray": "log-test-1" });
-    const d = await res.json();
-    const line = await w.waitForLog((l) => l.request_id === "log-test-1");
-    expect(line).toMatchObject({
-      event: "decision",
-      endpoint: "decide",
-      action: d.action,
-      source: d.source,
-      fallback_reason: d.fallback_reason,
-      confidence: d.confidence,
-      model_version: d.model_version,
-      encoder_version: 1,
-      decision_us: d.decision_us,
-    });
-    expect(Date.parse(line.ts)).not.toBeNaN();
-    expect(w.logs.filter((l) => l.request_id === "log-test-1")).toHaveLength(1);
-  });
-
-  test("a request without cf-ray logs a null request id", async () => {
-    const before = w.logs.length;
-    await (await w.decide({ state: { ...EXAMPLE_STATE, queue_depth: 14 } })).arrayBuffer();
-    const line = await w.waitForLog((l, i) => i >= before && l.event === "decision");
-    expect(line.request_id).toBeNull();
   });
 
   test("hour defaults to the current UTC hour", async () => {
@@ -256,5 +234,57 @@ describe("encoder golden vectors in wasm", () => {
       // Bit for bit: the encoder is only exact IEEE operations and a table (no libm).
       got.features.forEach((v, i) => expect(v, `${JSON.stringify(c.state)}[${i}]`).toBe(c.features[i]));
     }
+  });
+});
+
+describe("the bad-input table", () => {
+  // Every case gets its expected status, error code and field, and none gets a 5xx.
+  let plain;
+  beforeAll(async () => {
+    plain = await startWorker();
+  });
+  afterAll(() => plain?.dispose());
+
+  const send = (worker, c) => {
+    const headers = c.content_type === null ? {} : { "content-type": c.content_type };
+    return worker.fetch(c.path, { method: c.method, headers, body: bodyBytes(c) });
+  };
+
+  test.each(BAD_INPUTS.map((c) => [c.name, c]))("%s", async (_name, c) => {
+    expect(await check(c, await send(plain, c))).toEqual([]);
+  });
+});
+
+describe("a wasm trap", () => {
+  // A trap (what a panic compiles to) must not leave the Worker broken: the next request is
+  // answered by a fresh instance (workers-rs's recovery in the module worker-build emits),
+  // checked through POST /v1/debug/trap.
+  let trapping;
+  beforeAll(async () => {
+    trapping = await startWorker({ vars: { DEBUG_ENDPOINTS: "true" } });
+  });
+  afterAll(() => trapping?.dispose());
+
+  test("after a trap the Worker answers again, from a fresh instance", async () => {
+    const w = trapping;
+    const before = await w.decide({ state: EXAMPLE_STATE });
+    expect(before.status).toBe(200);
+    const health = async () => (await (await w.fetch("/v1/health")).json()).model.loaded;
+    expect(await health()).toBe(true);
+
+    for (let i = 0; i < 2; i++) {
+      const trap = await w.fetch("/v1/debug/trap", { method: "POST" });
+      expect(trap.status).toBe(500);
+      await trap.arrayBuffer();
+      // Decisions and health both answer after the trap.
+      const d = await w.decide({ state: EXAMPLE_STATE });
+      expect(d.status).toBe(200);
+      expect((await d.json()).source).toBe("model");
+      expect(await health()).toBe(true);
+    }
+    // Each trap was followed by a re-instantiation (log lines arrive asynchronously).
+    const reinits = () => w.stdoutLines.filter((l) => l.includes("Reinitializing Wasm application")).length;
+    for (let t = 0; t < 100 && reinits() < 2; t++) await new Promise((r) => setTimeout(r, 20));
+    expect(reinits()).toBe(2);
   });
 });

@@ -1,7 +1,8 @@
 // Configuration by wrangler vars: overrides take effect, invalid values are reported on
-// /v1/health and replaced by safe defaults, and the Worker keeps answering.
+// /v1/health and replaced by safe defaults, and the Worker keeps answering. The configuration
+// faults of the fault table (tests/fixtures/faults.json) run here too.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { EXAMPLE_STATE, checkDecisionShape, readJson, startWorker } from "./helpers.mjs";
+import { EXAMPLE_STATE, checkDecisionShape, faultCases, readJson, startOrigin, startWorker } from "./helpers.mjs";
 
 const ARTIFACT = readJson("model/decision-model.json");
 const DEFAULT_RULES = readJson("rules/default.json");
@@ -148,11 +149,84 @@ describe("out-of-distribution check", () => {
   });
 });
 
-describe("debug endpoint", () => {
-  test("is off by default", async () => {
+describe("debug endpoints", () => {
+  test("the encode endpoint is off by default", async () => {
     const res = await workers.plain.fetch("/v1/debug/encode", {
       method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ state: EXAMPLE_STATE }),
     });
     expect(res.status).toBe(404);
   });
+
+  test("the trap endpoint is off by default", async () => {
+    const res = await workers.plain.fetch("/v1/debug/trap", { method: "POST" });
+    expect(res.status).toBe(404);
+  });
+});
+
+describe("configuration faults (the fault table)", () => {
+  const TOKEN = "faults-admin-token";
+  const HEALTHY = { current_load: 0.35, recent_success_rate: 0.99, queue_depth: 4 };
+  const US = { country: "US", continent: "NA" }; // shipped REGIONS: region 0, route_a with healthy signals
+  const DE = { country: "DE", continent: "EU" }; // region 5, route_b
+  /** A case runs as `test.fails` while its bug is open. */
+  const run = (c) => (c.known_bug ? test.fails : test);
+  let A, B, C;
+  const started = [];
+  beforeAll(async () => {
+    [A, B, C] = await Promise.all([startOrigin("A"), startOrigin("B"), startOrigin("C")]);
+  });
+  afterAll(async () => {
+    await Promise.all(started.map((x) => x.dispose()));
+    await Promise.all([A, B, C].map((o) => o?.close()));
+  });
+  const routingVars = () => ({
+    ORIGIN_ROUTE_A: A.url, ORIGIN_ROUTE_B: B.url, ORIGIN_ROUTE_C: C.url,
+    ORIGIN_TIMEOUT_MS: "300", ADMIN_TOKEN: TOKEN, SIGNALS_CACHE_S: "0",
+  });
+  async function pushHealthy(x) {
+    const res = await x.fetch("/v1/admin/signals", {
+      method: "PUT",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify(HEALTHY),
+    });
+    return res.status;
+  }
+
+  for (const c of faultCases("config")) {
+    run(c)(c.name, async () => {
+      const w = await startWorker({ vars: { ...routingVars(), ...c.vars }, extra: { kvNamespaces: ["SIGNALS"] } });
+      started.push(w);
+      const h = await (await w.health()).json();
+      const e = c.expect;
+      expect(h.status).toBe(e.health);
+      expect(h.config_errors.map((x) => x.var)).toEqual(e.config_errors);
+      for (const err of h.config_errors) {
+        // A scalar's message quotes the refused value; a table's names what is wrong in it.
+        if (!["RULES", "REQUEST_TYPES", "REGIONS", "FAILOVER"].includes(err.var)) {
+          expect(err.message).toContain(JSON.stringify(String(c.vars[err.var])));
+        }
+        expect(err.message).toMatch(/; using|has no origin/);
+      }
+      expect(h).toMatchObject(e.defaults);
+      const d = await (await w.decide({ state: EXAMPLE_STATE })).json();
+      expect(d.source).toBe(e.decides);
+      if (e.routes) {
+        expect(await pushHealthy(w)).toBe(200);
+        const r = await w.fetch("/fault/config", { cf: US });
+        expect(r.status).toBe(200);
+        expect(r.headers.get("x-decision-action")).toBe("route_a");
+        expect((await r.json()).origin).toBe("A");
+      }
+      if (e.route_b_fails_over_to) {
+        // route_b has no valid origin: nothing is sent there, so even a POST goes to its failover.
+        [A, B, C].forEach((o) => o.reset());
+        const r = await w.fetch("/fault/config", { method: "POST", cf: DE, body: "{}", headers: { "content-type": "application/json" } });
+        expect(r.status).toBe(200);
+        expect(r.headers.get("x-decision-action")).toBe("route_b");
+        expect(r.headers.get("x-decision-failover")).toBe(e.route_b_fails_over_to);
+        expect((await r.json()).origin).toBe("C");
+        expect(B.requests).toHaveLength(0);
+      }
+    });
+  }
 });

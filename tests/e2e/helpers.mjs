@@ -18,6 +18,14 @@ export function readJson(rel) {
   return JSON.parse(readFileSync(path.join(ROOT, rel), "utf8"));
 }
 
+/**
+ * The cases of one kind of fault (`ai`, `kv`, `origin`, `config`) of the fault table
+ * (tests/fixtures/faults.json): each injects one fault and states the Worker's outcome.
+ */
+export function faultCases(fault) {
+  return readJson("tests/fixtures/faults.json").cases.filter((c) => c.fault === fault);
+}
+
 /** The example state from the README. */
 export const EXAMPLE_STATE = Object.freeze({
   request_type: 1,

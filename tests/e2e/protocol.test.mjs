@@ -1,10 +1,11 @@
-// The protocol table (tests/fixtures/protocol.json): odd requests and misbehaving origins on
-// the routing path, written byte for byte on the wire (raw-origin.mjs), with what the client
-// must see and what the origin must (not) receive. Then regression tests for the findings of
-// the routing probe, and a burst of mixed requests in which no answer may reach the wrong
-// request. Rows with `known_bug` and tests in KNOWN_FAILING state the right outcome and run
-// as `test.fails` until the Worker is fixed; when a fix lands they fail here, and the marker
-// must go.
+// The proxy at the protocol's edges. The protocol table (tests/fixtures/protocol.json): odd
+// requests and misbehaving origins on the routing path, written byte for byte on the wire
+// (raw-origin.mjs), with what the client must see and what the origin must (not) receive.
+// Then: another client's request after a misbehaving one, request bodies, upstream failures,
+// client text the Worker repeats, /v1/health of a routing Worker, and a burst of mixed
+// requests in which no answer may reach the wrong request. A row with `known_bug` states the
+// right outcome and runs as `test.fails` until the Worker gives it; then it fails here, and
+// the marker must go.
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { createHash, randomBytes } from "node:crypto";
 import { readJson, rng, startWorker } from "./helpers.mjs";
@@ -24,15 +25,9 @@ const BAD_GATEWAY_MESSAGE = new RegExp(String.raw`^origin for route_[abc] ${OUTC
 /** What the log appends to text it cuts (src/log.rs CUT_MARK). */
 const CUT_MARK = "…[truncated]";
 
-/**
- * Regression tests for the probe's findings that fail on today's Worker. Each is named after
- * its finding; remove a name here when its fix lands (the test then runs as an ordinary test).
- */
-const KNOWN_FAILING = new Set([]);
-/** PROTOCOL_KNOWN_BUGS=run runs the known failures as ordinary tests, to see how they fail. */
+/** PROTOCOL_KNOWN_BUGS=run runs the known_bug rows as ordinary tests, to see how they fail. */
 const showBugs = process.env.PROTOCOL_KNOWN_BUGS === "run";
 const failing = (known) => (known && !showBugs ? test.fails : test);
-const it = (name, fn, timeout) => failing(KNOWN_FAILING.has(name))(name, fn, timeout);
 
 let A, B, C, w, entry, direct;
 let seq = 0;
@@ -262,22 +257,13 @@ async function runRow(row) {
 }
 
 describe("protocol table", () => {
-  test("every row says what the client and the origin must see", () => {
-    for (const row of TABLE.rows) {
-      expect(row.expect_client, row.name).toBeTypeOf("object");
-      expect(row.expect_origin, row.name).toBeTypeOf("object");
-      expect(row.request?.target, row.name).toBeDefined();
-    }
-    expect(new Set(TABLE.rows.map((r) => r.name)).size).toBe(TABLE.rows.length);
-  });
-
   for (const row of TABLE.rows) {
     failing(Boolean(row.known_bug))(row.name, () => runRow(row), 30_000);
   }
 });
 
-describe("probe findings", () => {
-  /** The probe's sequence: a request that misbehaves, then another client's request. */
+describe("another client's request after a misbehaving one gets its own answer", () => {
+  /** A request that misbehaves, then another client's request. */
   async function thenAnotherClient(base, attacker, script) {
     const T = token("a");
     if (script) A.script(T, script);
@@ -286,18 +272,9 @@ describe("probe findings", () => {
     const why = `first ${short(first)}\nnext ${short(next.res)}`;
     return { T, first, next, why };
   }
-  const wellFormedUpstreamError = (res, why) => {
-    expect([200, 502], why).toContain(res.status);
-    if (res.status === 502) {
-      const { error } = JSON.parse(res.body.toString());
-      expect(error.code, why).toBe("bad_gateway");
-      expect(error.message, why).toMatch(BAD_GATEWAY_MESSAGE);
-    }
-  };
 
   for (const [label, socket] of [["entry socket", () => entry], ["the Worker's own socket", () => direct]]) {
-    const name = `finding 1: Expect: 100-continue on HEAD, then another client's request gets its own answer (${label})`;
-    it(name, async () => {
+    test(`Expect: 100-continue on HEAD (${label})`, async () => {
       const { next, first, why } = await thenAnotherClient(socket(), { method: "HEAD", target: "/attacker", head: true, headers: [["expect", "100-continue"]] });
       expect(first.status, why).toBe(200);
       expect(next.res.status, why).toBe(200);
@@ -306,7 +283,36 @@ describe("probe findings", () => {
     });
   }
 
-  it("finding 1: Expect: 100-continue on a 2 MiB upload (curl's default above 1 MiB) is proxied", async () => {
+  // A status outside 200..=599 is a failed attempt: a GET fails over to B, which answers with
+  // the request's own echo; a POST is not retried and gets the Worker's 502.
+  const upstream = [
+    ["an origin answering 103 then 200 (GET): the failover answers", { method: "GET" }, [{ raw: "HTTP/1.1 103 Early Hints\r\nlink: </a.css>; rel=preload\r\n\r\n" }, { echo: {} }], { failover: "B" }],
+    ["an origin answering status 600 (GET): the failover answers", { method: "GET" }, [{ echo: { status: 600 } }], { failover: "B" }],
+    ["an origin answering status 999 (POST): 502", { method: "POST", body: Buffer.from("order=1") }, [{ echo: { status: 999 } }], { message: "origin for route_a answered invalid status 999" }],
+  ];
+  for (const [label, req, script, want] of upstream) {
+    test(label, async () => {
+      const { T, next, first, why } = await thenAnotherClient(entry, { ...req, target: "/upstream" }, script);
+      if (want.failover) {
+        expect(first.status, why).toBe(200);
+        expect(first.headers["x-decision-failover"], why).toBe("route_b");
+        expect(echo(first)?.origin, why).toBe(want.failover);
+        expect(echo(first)?.token, why).toBe(T);
+      } else {
+        expect(first.status, why).toBe(502);
+        expect(first.headers["x-decision-failover"], why).toBeUndefined();
+        const { error } = JSON.parse(first.body.toString());
+        expect(error.code, why).toBe("bad_gateway");
+        expect(error.message, why).toBe(want.message);
+      }
+      expect(next.res.status, why).toBe(200);
+      expect(next.got, why).toBe(next.V);
+    });
+  }
+});
+
+describe("request bodies", () => {
+  test("Expect: 100-continue on a 2 MiB upload (curl's default above 1 MiB) is proxied", async () => {
     const payload = randomBytes(2 * 1024 * 1024);
     const T = token("u");
     // curl waits up to 1 s for the interim 100 before it sends the body anyway; workerd sends
@@ -323,22 +329,8 @@ describe("probe findings", () => {
     expect(sha(got.body)).toBe(sha(payload));
   }, 20_000);
 
-  const upstream = [
-    ["an origin answering 103 then 200 (GET)", { method: "GET" }, [{ raw: "HTTP/1.1 103 Early Hints\r\nlink: </a.css>; rel=preload\r\n\r\n" }, { echo: {} }]],
-    ["an origin answering status 600 (GET)", { method: "GET" }, [{ echo: { status: 600 } }]],
-    ["an origin answering status 999 (POST)", { method: "POST", body: Buffer.from("order=1") }, [{ echo: { status: 999 } }]],
-  ];
-  for (const [label, req, script] of upstream) {
-    it(`finding 1: ${label}, then another client's request gets its own answer`, async () => {
-      const { next, first, why } = await thenAnotherClient(entry, { ...req, target: "/upstream" }, script);
-      wellFormedUpstreamError(first, why);
-      expect(next.res.status, why).toBe(200);
-      expect(next.got, why).toBe(next.V);
-    });
-  }
-
   for (const method of ["GET", "HEAD"]) {
-    it(`finding 2: ${method} with a body is 400 body_not_allowed, not a 502 with runtime text`, async () => {
+    test(`${method} with a body is 400 body_not_allowed, not a 502 with runtime text`, async () => {
       const T = token("g");
       const res = await rawRequest(entry, { method, target: `/with-body?t=${T}`, body: Buffer.from("abc"), head: method === "HEAD" });
       expect(res.status, short(res)).toBe(400);
@@ -349,8 +341,10 @@ describe("probe findings", () => {
       expect(A.byToken(T).length + B.byToken(T).length).toBe(0);
     });
   }
+});
 
-  it("finding 2: a 502 for an origin that drops the connection carries no runtime text", async () => {
+describe("upstream failures", () => {
+  test("a 502 for an origin that drops the connection carries no runtime text", async () => {
     const T = token("d");
     A.script(T, [{ body_wait: true }, { destroy: true }]);
     const res = await rawRequest(entry, { method: "POST", target: `/drops?t=${T}`, body: Buffer.from("x"), headers: [["cf-ray", T]] });
@@ -365,9 +359,11 @@ describe("probe findings", () => {
     expect(line.outcome).toMatchObject({ origin: "route_a", error: "connect" });
     expect(line.outcome.failover ?? null).toBeNull();
   });
+});
 
+describe("client text the Worker repeats is bounded", () => {
   const bigRay = (T) => `${T}-${"R".repeat(60_000)}`;
-  it("finding 3: a 60 KB cf-ray gives a bounded log line (routed)", async () => {
+  test("a 60 KB cf-ray gives a bounded log line (routed)", async () => {
     const T = token("r");
     const res = await rawRequest(entry, { method: "GET", target: `/ray?t=${T}`, headers: [["cf-ray", bigRay(T)]] });
     expect(res.status).toBe(200);
@@ -378,7 +374,7 @@ describe("probe findings", () => {
     expect(Buffer.byteLength(id)).toBe(128 + Buffer.byteLength(CUT_MARK));
   });
 
-  it("finding 3: a 60 KB cf-ray gives a bounded log line (/v1/decide)", async () => {
+  test("a 60 KB cf-ray gives a bounded log line (/v1/decide)", async () => {
     const T = token("r");
     const res = await rawRequest(entry, {
       method: "POST", target: "/v1/decide",
@@ -390,7 +386,7 @@ describe("probe findings", () => {
     expect(line.length).toBeLessThanOrEqual(4096);
   });
 
-  it("finding 3: a 404 echoes at most 128 bytes of the path", async () => {
+  test("a 404 echoes at most 128 bytes of the path", async () => {
     const res = await rawRequest(entry, { method: "GET", target: `/v1/${"p".repeat(8192)}` });
     expect(res.status).toBe(404);
     const { error } = JSON.parse(res.body.toString());
@@ -398,7 +394,7 @@ describe("probe findings", () => {
     expect(Buffer.byteLength(error.message)).toBeLessThanOrEqual(160);
   });
 
-  it("finding 3: unknown_field echoes at most 128 bytes of the key", async () => {
+  test("unknown_field echoes at most 128 bytes of the key", async () => {
     const key = "k".repeat(8192);
     const res = await w.decide(`{"state": {"${key}": 1}}`);
     expect(res.status).toBe(400);
@@ -408,7 +404,10 @@ describe("probe findings", () => {
     expect(Buffer.byteLength(error.field)).toBeLessThanOrEqual(160);
   });
 
-  it("finding 4: /v1/health without the admin token shows no origins and no failover map", async () => {
+});
+
+describe("/v1/health of a routing Worker", () => {
+  test("without the admin token it shows no origins and no failover map", async () => {
     const text = await (await w.fetch("/v1/health")).text();
     for (const o of [A, B, C]) expect(text).not.toContain(new URL(o.url).host);
     const h = JSON.parse(text);
@@ -419,7 +418,7 @@ describe("probe findings", () => {
     expect(h.model?.version).toBeTypeOf("string");
   });
 
-  test("finding 4: /v1/health with the admin token shows the routing configuration", async () => {
+  test("with the admin token it shows the routing configuration", async () => {
     const h = await (await w.fetch("/v1/health", { headers: { authorization: `Bearer ${ADMIN}` } })).json();
     expect(h.routing.origins).toEqual({ route_a: A.url, route_b: B.url, route_c: C.url });
     expect(h.routing.failover).toEqual({ route_a: "route_b", route_b: "route_a" });
@@ -480,7 +479,8 @@ describe("burst", () => {
     if (error.code === "bad_gateway" && !BAD_GATEWAY_MESSAGE.test(error.message)) return `message ${error.message}`;
     return null;
   };
-  const ownOr502 = (res, T) => (res.status === 502 ? workerError(["bad_gateway"], [502])(res) : own(res, T));
+  /** Its own answer, from the failover origin B. */
+  const ownFromFailover = (res, T) => (own(res, T) ?? (res.headers["x-decision-failover"] === "route_b" && echo(res)?.origin === "B" ? null : "not from the failover origin"));
   const interim103 = [{ raw: "HTTP/1.1 103 Early Hints\r\nlink: </a.css>; rel=preload\r\n\r\n" }, { echo: {} }];
   const KINDS = [
     ["good GET", 36, () => ({ method: "GET", target: "/b/good" }), null, own],
@@ -503,11 +503,11 @@ describe("burst", () => {
       [{ raw: "HTTP/1.1 200 OK\r\ncontent-length: 5000\r\nx-token: ${TOKEN}\r\n\r\npartial" }, { sleep: 20 }, { destroy: true }],
       (res, T) => (res.status === 200 && res.headers["x-token"] === T && res.bodyError ? null : "not its own truncated 200")],
     ["origin drops before headers (POST)", 3, () => ({ method: "POST", target: "/b/drop", body: Buffer.from("x") }), [{ body_wait: true }, { destroy: true }], workerError(["bad_gateway"], [502])],
-    ["origin slow headers", 1, () => ({ method: "GET", target: "/b/slow" }), [{ sleep: ORIGIN_TIMEOUT_MS + 700 }, { echo: {} }], ownOr502],
+    ["origin slow headers", 1, () => ({ method: "GET", target: "/b/slow" }), [{ sleep: ORIGIN_TIMEOUT_MS + 700 }, { echo: {} }], ownFromFailover],
   ];
   const total = KINDS.reduce((s, k) => s + k[1], 0);
 
-  it("burst: 2,000 mixed requests, 50 at a time: well-formed, no stray 5xx, none answered with another's response", async () => {
+  test("2,000 mixed requests, 50 at a time: well-formed, no stray 5xx, none answered with another's response", async () => {
     const N = 2000;
     const CONCURRENCY = 50;
     const pick = rng(20261202);

@@ -3,13 +3,15 @@
 // propensity, versions and arm; POST /v1/outcome logs a caller's outcome; EXPLORE_PERCENT
 // draws route actions with exact, reproducible propensities.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
-import { EXAMPLE_STATE, ROOT, startWorker } from "./helpers.mjs";
+import { EXAMPLE_STATE, ROOT, readJson, startWorker } from "./helpers.mjs";
 
 const TOKEN = "outcome-token-for-tests";
 const STATES = readFileSync(path.join(ROOT, "tests/fixtures/skew_states.jsonl"), "utf8").split("\n").filter(Boolean);
-const GOLDEN = readFileSync(path.join(ROOT, "tests/fixtures/golden_decisions_wasm.jsonl"), "utf8").split("\n").filter(Boolean);
+const GOLDEN = readFileSync(path.join(ROOT, "tests/fixtures/golden_decisions.jsonl"), "utf8").split("\n").filter(Boolean);
 
 let w;
 let explore;
@@ -24,6 +26,32 @@ afterAll(() => Promise.all([w?.dispose(), explore?.dispose()]));
 const record = (worker, id) => worker.waitForLog((l) => l.event === "decision" && l.decision_id === id);
 
 describe("decision records", () => {
+  test("one JSON log line per decision with the documented fields", async () => {
+    const res = await w.decide({ state: { ...EXAMPLE_STATE, queue_depth: 13 } }, { "cf-ray": "log-test-1" });
+    const d = await res.json();
+    const line = await w.waitForLog((l) => l.request_id === "log-test-1");
+    expect(line).toMatchObject({
+      event: "decision",
+      endpoint: "decide",
+      action: d.action,
+      source: d.source,
+      fallback_reason: d.fallback_reason,
+      confidence: d.confidence,
+      model_version: d.model_version,
+      encoder_version: 1,
+      decision_us: d.decision_us,
+    });
+    expect(Date.parse(line.ts)).not.toBeNaN();
+    expect(w.logs.filter((l) => l.request_id === "log-test-1")).toHaveLength(1);
+  });
+
+  test("a request without cf-ray logs a null request id", async () => {
+    const before = w.logs.length;
+    await (await w.decide({ state: { ...EXAMPLE_STATE, queue_depth: 14 } })).arrayBuffer();
+    const line = await w.waitForLog((l, i) => i >= before && l.event === "decision");
+    expect(line.request_id).toBeNull();
+  });
+
   test("a /v1/decide record carries the state as decided, its id, propensity and versions", async () => {
     const { hour: _h, ...noHour } = EXAMPLE_STATE;
     const res = await w.decide({ state: noHour }, { "cf-ray": "rec-1" });
@@ -52,9 +80,8 @@ describe("decision records", () => {
   });
 
   test("with EXPLORE_PERCENT unset, decisions are byte for byte the golden ones", async () => {
-    // The golden answers were recorded from the Worker built before exploration existed (its
-    // wasm libm differs from the native one in the last bits of small probabilities, so the
-    // native golden file of decider-core's tests is not this one).
+    // The same file as decider-core's native golden test (crates/decider-core/tests/decisions.rs):
+    // a served model's softmax takes exp from the libm crate on every target.
     for (let i = 0; i < STATES.length; i++) {
       const text = await (await w.decide(`{"state": ${STATES[i]}}`)).text();
       // The golden line is the decision; the Worker's answer adds its id at the end.
@@ -110,6 +137,71 @@ describe("POST /v1/outcome", () => {
     const res = await w.fetch("/v1/outcome");
     expect(res.status).toBe(405);
     expect(res.headers.get("allow")).toBe("POST");
+  });
+});
+
+// The record table: one file of good and bad records (tests/fixtures/record_cases.json) that
+// decider-core's reader and the CLI's log reader are held to natively. Here the Worker gives
+// the same verdicts for the fields a request can carry, and the lines it logs read back in
+// `decider report` with the table's counts.
+describe("the record table (tests/fixtures/record_cases.json)", () => {
+  const { cases } = readJson("tests/fixtures/record_cases.json");
+  const served = cases.filter((c) => c.worker !== null);
+  const CLI = process.env.DECIDER_BIN || path.join(ROOT, "target/debug/decider");
+  const post = (body) =>
+    w.fetch("/v1/outcome", {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify(body),
+    });
+  const ids = new Set();
+
+  test.each(served.map((c) => [c.name, c]))("%s: the Worker's verdict is the table's", async (_name, c) => {
+    for (const [i, line] of c.lines.entries()) {
+      const want = c.expect[i];
+      let res;
+      if (c.worker === "outcome") {
+        const { event: _e, log_version: _v, ts: _t, ...body } = line;
+        res = await post(body);
+      } else {
+        res = await w.decide({ state: line.state });
+      }
+      const accepted = want.ok === true || want.skip === "duplicate_outcome";
+      const answer = await res.json();
+      if (accepted) {
+        expect(res.status, `${c.name} line ${i}`).toBe(c.worker === "outcome" ? 202 : 200);
+        ids.add(answer.decision_id);
+      } else {
+        expect(res.status, `${c.name} line ${i}`).toBe(400);
+        expect(answer.error, `${c.name} line ${i}`).toMatchObject({ code: want.code, field: want.field });
+      }
+    }
+  });
+
+  test("what the Worker logged for them reads back in decider report with the table's counts", async () => {
+    const outcomeCases = served.filter((c) => c.worker === "outcome");
+    const accepted = outcomeCases.flatMap((c) => c.expect).filter((e) => e.ok === true || e.skip).length;
+    const duplicates = outcomeCases.flatMap((c) => c.expect).filter((e) => e.skip === "duplicate_outcome").length;
+    const decided = served.filter((c) => c.worker === "decide").flatMap((c) => c.expect).filter((e) => e.ok === true).length;
+    const theirs = () => w.logs.filter((l) => ids.has(l.decision_id));
+    for (let waited = 0; theirs().length < accepted + decided && waited < 2000; waited += 10) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const lines = theirs().map((l) => JSON.stringify(l));
+    expect(lines.length).toBe(accepted + decided);
+    const dir = mkdtempSync(path.join(os.tmpdir(), "records-"));
+    try {
+      const file = path.join(dir, "worker.log");
+      writeFileSync(file, lines.join("\n") + "\n");
+      const run = spawnSync(CLI, ["report", "--logs", file, "--json"], { encoding: "utf8" });
+      expect(run.status, run.stderr).toBe(0);
+      const r = JSON.parse(run.stdout);
+      expect(r.decisions).toBe(decided);
+      expect(r.outcomes).toBe(accepted - duplicates);
+      expect(r.skipped).toMatchObject({ bad_record: 0, duplicate_outcome: duplicates, not_json: 0 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -1,8 +1,11 @@
 // Edge routing: requests outside /v1/ are decided from the request and the live signals
 // (local KV), then proxied to loopback origins that record what they received, or rejected.
+// The KV and origin faults of the fault table (tests/fixtures/faults.json) run here too:
+// signals that cannot be used send decisions to rules and the request is still routed; an
+// origin that fails gets its defined outcome (failover, 502, or its answer relayed).
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { createHash, randomBytes } from "node:crypto";
-import { closedPort, readBody, startOrigin, startWorker } from "./helpers.mjs";
+import { closedPort, faultCases, readBody, startOrigin, startWorker } from "./helpers.mjs";
 
 const TOKEN = "e2e-admin-token-0123456789";
 const HEALTHY = { current_load: 0.35, recent_success_rate: 0.99, queue_depth: 4 };
@@ -17,6 +20,8 @@ const ORIGIN_TIMEOUT_MS = 400;
 
 let A, B, C, w;
 const origins = () => ({ route_a: A, route_b: B, route_c: C });
+/** Workers started by the fault-table tests, disposed at the end. */
+const started = [];
 
 async function routingWorker(vars = {}, extra = {}) {
   return startWorker({
@@ -51,7 +56,7 @@ beforeAll(async () => {
   w = await routingWorker();
 });
 afterAll(async () => {
-  await w?.dispose();
+  await Promise.all([w, ...started].map((x) => x?.dispose()));
   await Promise.all([A, B, C].map((o) => o?.close()));
 });
 afterEach(() => {
@@ -428,6 +433,207 @@ describe("connection failure", () => {
       await down.dispose();
     }
   });
+});
+
+// ---- the fault table's KV and origin faults ----
+
+const FAULT_TOKEN = "faults-admin-token";
+const FAULT_ORIGIN_TIMEOUT_MS = 300;
+const US = WHERE.route_a; // shipped REGIONS: region 0, route_a with healthy signals
+const DE = WHERE.route_b; // region 5, route_b
+/** A case runs as `test.fails` while its bug is open. */
+const run = (c) => (c.known_bug ? test.fails : test);
+let ray = 0;
+const nextRay = (tag) => `fault-${++ray}-${tag}`;
+async function worker(opts) {
+  const x = await startWorker(opts);
+  started.push(x);
+  return x;
+}
+const faultVars = () => ({
+  ORIGIN_ROUTE_A: A.url, ORIGIN_ROUTE_B: B.url, ORIGIN_ROUTE_C: C.url,
+  ORIGIN_TIMEOUT_MS: String(FAULT_ORIGIN_TIMEOUT_MS), ADMIN_TOKEN: FAULT_TOKEN, SIGNALS_CACHE_S: "0",
+});
+async function pushHealthy(x) {
+  const res = await x.fetch("/v1/admin/signals", {
+    method: "PUT",
+    headers: { authorization: `Bearer ${FAULT_TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify(HEALTHY),
+  });
+  return res.status;
+}
+
+// A KV namespace stub (constructor named `KvNamespace`) whose every call fails.
+const KV_THROWS = `
+class KvNamespace {
+  async get() { throw new Error("kv stub: read failed"); }
+  async put() { throw new Error("kv stub: write failed"); }
+}
+export default function () { return new KvNamespace(); }
+`;
+
+/** Origin behaviours by the table's `origin` name; `ctx.sent` records what was written. */
+const ORIGIN_FAULTS = {
+  "drop-before-headers": (req) => req.socket.destroy(),
+  "not-http": (req) => req.socket.end("NOT HTTP AT ALL\r\n\r\n"),
+  slow: (req, res, record) => readBody(req, record).then(() => setTimeout(() => res.end("too late"), FAULT_ORIGIN_TIMEOUT_MS + 2000)),
+  "status-502": (req, res) => res.writeHead(502).end("bad gateway upstream"),
+  "status-500": (req, res) => res.writeHead(500, { "content-type": "text/plain" }).end("origin 500"),
+  "drop-mid-body": (req, res) => {
+    res.writeHead(200, { "content-type": "application/octet-stream", "content-length": "100000" });
+    res.write(Buffer.alloc(1000, 97));
+    setTimeout(() => res.socket.destroy(), 50);
+  },
+  "drop-mid-body-chunked": (req, res) => {
+    res.writeHead(200, { "content-type": "application/octet-stream" });
+    res.write(Buffer.alloc(1000, 97));
+    setTimeout(() => res.socket.destroy(), 50);
+  },
+  // Reads the first chunk of the request body, then hangs up.
+  "drop-mid-request-body": (req) => req.once("data", () => req.socket.destroy()),
+};
+
+describe("signals that cannot be used (KV faults of the fault table)", () => {
+  let w, kv, broken;
+  beforeAll(async () => {
+    [w, broken] = await Promise.all([
+      worker({ vars: faultVars(), extra: { kvNamespaces: ["SIGNALS"] } }),
+      worker({
+        vars: faultVars(),
+        extra: { wrappedBindings: { SIGNALS: { scriptName: "kv-throws" } } },
+        workers: [{ name: "kv-throws", modules: true, script: KV_THROWS }],
+      }),
+    ]);
+    kv = await w.mf.getKVNamespace("SIGNALS");
+  });
+
+  const expand = (v) => {
+    const now = Date.now();
+    if (v === "$DEEP") return "[".repeat(100000) + "]".repeat(100000);
+    return v.replaceAll("$NOW", String(now)).replaceAll("$TOMORROW", String(now + 86_400_000)).replaceAll("$MIB", "p".repeat(1 << 20));
+  };
+
+  for (const c of faultCases("kv")) {
+    run(c)(c.name, async () => {
+      const target = c.kv_stub ? broken : w;
+      if (!c.kv_stub) await kv.put("signals", expand(c.kv_value));
+      const id = nextRay("kv");
+      const res = await target.fetch("/fault/kv", { cf: US, headers: { "cf-ray": id } });
+      expect(res.status).toBe(c.expect.status);
+      await res.arrayBuffer();
+      const health = await (await target.health()).text();
+      if (c.health_no_internals) {
+        const h = JSON.parse(health);
+        expect(h.routing.signals.detail).toMatch(/^KV read failed/);
+        expect(health).not.toMatch(/wasm-function|\\n\s+at |file:\/\/\//);
+        return;
+      }
+      expect(res.headers.get("x-decision-source")).toBe(c.expect.source);
+      const line = await decisionLine(target, id);
+      expect(line.fallback_reason).toBe(c.expect.fallback_reason);
+      expect(line.outcome.status).toBe(200); // still routed
+      if (c.expect.log?.signals_detail) {
+        expect(line.request.signals_detail).toContain(c.expect.log.signals_detail);
+        expect(JSON.parse(health).routing.signals).toMatchObject({ fresh: false });
+        expect(JSON.parse(health).routing.signals.detail).toContain(c.expect.log.signals_detail);
+      }
+      if (c.expect.admin_put_status) {
+        const put = await target.fetch("/v1/admin/signals", {
+          method: "PUT",
+          headers: { authorization: `Bearer ${FAULT_TOKEN}`, "content-type": "application/json" },
+          body: JSON.stringify(HEALTHY),
+        });
+        expect(put.status).toBe(c.expect.admin_put_status);
+        const body = await put.text();
+        expect(JSON.parse(body).error.code).toBe("store_unavailable");
+        expect(body).not.toContain("kv stub");
+      }
+    });
+  }
+
+  test("valid signals written after corrupt ones are used at once (SIGNALS_CACHE_S=0)", async () => {
+    await kv.put("signals", "not json");
+    await kv.put("signals", JSON.stringify({ ...HEALTHY, updated_at: Date.now() }));
+    const id = nextRay("kv-recovered");
+    const res = await w.fetch("/fault/kv", { cf: US, headers: { "cf-ray": id } });
+    await res.arrayBuffer();
+    expect((await decisionLine(w, id)).fallback_reason).not.toBe("stale_signals");
+  });
+});
+
+describe("origin faults (the fault table)", () => {
+  let w;
+  beforeAll(async () => {
+    w = await worker({ vars: faultVars(), extra: { kvNamespaces: ["SIGNALS"] } });
+    expect(await pushHealthy(w)).toBe(200);
+  });
+  const reset = () => [A, B, C].forEach((o) => o.reset());
+
+  for (const c of faultCases("origin")) {
+    run(c)(c.name, async () => {
+      reset();
+      let target = w;
+      if (c.origin === "refused") {
+        target = await worker({ vars: { ...faultVars(), ORIGIN_ROUTE_A: `http://127.0.0.1:${await closedPort()}` }, extra: { kvNamespaces: ["SIGNALS"] } });
+        expect(await pushHealthy(target)).toBe(200);
+      } else {
+        A.behave = ORIGIN_FAULTS[c.origin];
+      }
+      const payload = Buffer.alloc(32 * 1024, 7);
+      // A cf-ray longer than the record keeps: the failover records are the longest lines.
+      const ray = nextRay(c.origin);
+      const id = `${ray}-${"R".repeat(200)}`;
+      const t0 = performance.now();
+      const res = await target.fetch("/fault/origin?x=1", {
+        method: c.method,
+        cf: US,
+        headers: { "cf-ray": id, ...(c.method === "GET" ? {} : { "content-type": "application/octet-stream" }) },
+        body: c.method === "GET" ? undefined : payload,
+      });
+      const e = c.expect;
+      expect(res.status).toBe(e.status);
+      expect(res.headers.get("x-decision-action")).toBe("route_a");
+      expect(res.headers.get("x-decision-source")).not.toBeNull();
+      expect(res.headers.get("x-decision-failover")).toBe(e.failover);
+      let text = null;
+      let bodyError = null;
+      try {
+        text = Buffer.from(await res.arrayBuffer());
+      } catch (err) {
+        bodyError = err;
+      }
+      if (e.min_ms === "ORIGIN_TIMEOUT_MS") expect(performance.now() - t0).toBeGreaterThanOrEqual(FAULT_ORIGIN_TIMEOUT_MS);
+      if (e.code) {
+        expect(res.headers.get("content-type")).toBe("application/json");
+        expect(JSON.parse(text).error.code).toBe(e.code);
+      }
+      if (e.body) expect(text.toString()).toBe(e.body);
+      if (e.body_origin) expect(JSON.parse(text).origin).toBe(e.body_origin);
+      if (e.body_error) expect(bodyError).not.toBeNull();
+      if (e.body_prefix_only) {
+        // workerd ends a cut chunked answer with a proper last chunk (a runtime row of the
+        // protocol table): the read ends after exactly the bytes the origin sent, never a retry.
+        expect(bodyError).toBeNull();
+        expect(text.equals(Buffer.alloc(1000, 97))).toBe(true);
+      }
+      if (e.contacted_failover === false) expect(B.requests.length + C.requests.length).toBe(0);
+      if (e.failover_body_intact) expect(Buffer.compare(B.requests[0].body, payload)).toBe(0);
+      const line = await target.waitForLog((l) => l.event === "decision" && l.request_id?.startsWith(`${ray}-R`));
+      expect(line.$bytes).toBeLessThanOrEqual(1024);
+      expect(line.outcome.attempts[0].origin).toBe("route_a");
+      // A line over 1 KB is written without its nulls: absent is null.
+      expect(line.outcome.failover ?? null).toBe(e.failover);
+      expect(line.outcome.attempts).toHaveLength(e.failover ? 2 : 1);
+      // The runtime's words are in the record's detail, never in the response.
+      if (e.log?.upstream_error) expect(line.detail).toContain(e.log.upstream_error);
+      if (e.log?.upstream_status) expect(line.outcome.attempts[0].status).toBe(e.log.upstream_status);
+      // The Worker keeps serving.
+      reset();
+      const after = await target.fetch("/fault/after", { cf: DE });
+      expect(after.status).toBe(200);
+      await after.arrayBuffer();
+    });
+  }
 });
 
 describe("health", () => {

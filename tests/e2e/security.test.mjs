@@ -58,7 +58,8 @@ afterAll(async () => {
   await Promise.all([A, B, C, evil].map((o) => o?.close()));
 });
 
-describe("claim 9: not an open proxy", () => {
+// SECURITY.md claim 9.
+describe("not an open proxy: only configured origins are contacted", () => {
   /** Exactly one configured origin got the request, with its own Host; `evil` got nothing. */
   function onlyConfigured(expectedUrl) {
     expect(evil.requests).toHaveLength(0);
@@ -149,7 +150,8 @@ describe("claim 9: not an open proxy", () => {
   });
 });
 
-describe("claims 10 and 11: only operators push signals", () => {
+// SECURITY.md claims 10, 11 and 15.
+describe("only operators push or read signals, or see the whole /v1/health", () => {
   // Missing token, wrong token, one character changed, a prefix, empty and the Basic scheme:
   // tests/e2e/routing.test.mjs "a push with %s is 401", "the Basic scheme is 401 too".
   test.each([
@@ -225,7 +227,8 @@ describe("claims 10 and 11: only operators push signals", () => {
   });
 });
 
-describe("claims 7 and 8: secrets are not logged, client headers do not steer decisions", () => {
+// SECURITY.md claims 7 and 8.
+describe("secrets are not logged, client headers do not steer decisions", () => {
   test("a client's Authorization and Cookie never reach the log (decide, routing, admin, health)", async () => {
     const start = w.stdoutLines.length;
     await (await w.decide({ state: { request_type: 1, region_id: 3, current_load: 0.4, recent_success_rate: 0.97, queue_depth: 12 } }, SECRET_HEADERS)).arrayBuffer();

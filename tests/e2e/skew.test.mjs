@@ -1,6 +1,7 @@
 // Training/serving skew: the same states through `decider decide` (native) and through the
-// Worker in workerd (wasm) must give identical actions, sources and fallback reasons, and
-// confidences equal within 1e-6.
+// Worker in workerd (wasm) must give identical decisions: actions, sources, fallback reasons,
+// and confidences and probabilities bit for bit (a served model's softmax takes exp from the
+// libm crate on every target).
 //
 // States: tests/fixtures/skew_states.jsonl (scripts/gen-skew-states.mjs, fixed seed), or any
 // JSONL file of states (bare or {"state": …}) given as SKEW_STATES=path (`make skew STATES=path`).
@@ -15,7 +16,6 @@ const STATES = process.env.SKEW_STATES || path.join(ROOT, "tests/fixtures/skew_s
 const DEFAULT_FIXTURE = !process.env.SKEW_STATES;
 // `make cli` builds it (debug: same arithmetic as release, and already built by cargo test).
 const CLI = process.env.DECIDER_BIN || path.join(ROOT, "target/debug/decider");
-const TOLERANCE = 1e-6;
 
 const states = readFileSync(path.resolve(ROOT, STATES), "utf8")
   .split("\n")
@@ -76,7 +76,8 @@ test(`native and served decisions agree (${path.relative(ROOT, path.resolve(ROOT
       : Math.abs(n.confidence - s.confidence);
     maxDiff = Math.max(maxDiff, diff);
     if (n.action !== s.action || n.source !== s.source || n.fallback_reason !== s.fallback_reason
-      || n.model_version !== s.model_version || !(diff <= TOLERANCE)) {
+      || n.model_version !== s.model_version || n.confidence !== s.confidence
+      || JSON.stringify(n.probabilities) !== JSON.stringify(s.probabilities)) {
       mismatches.push({ state: states[i], native: n, served: s });
     }
   }

@@ -1,6 +1,9 @@
-// The Workers AI backend against a stub `Ai` binding: success, every failure mode, the timeout.
+// The Workers AI backend against a stub `Ai` binding: success, every failure mode, the timeout,
+// and the Workers AI faults of the fault table (tests/fixtures/faults.json): hostile answers
+// (huge, deep, circular, throwing getters, non-JSON types) go to rules and leave the isolate
+// healthy.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest";
-import { ACTIONS, EXAMPLE_STATE, checkDecisionShape, readJson, startWorker } from "./helpers.mjs";
+import { ACTIONS, EXAMPLE_STATE, checkDecisionShape, faultCases, readJson, startOrigin, startWorker } from "./helpers.mjs";
 
 const AI_MODEL = "@cf/test/edge-decider";
 const TIMEOUT_MS = 25;
@@ -184,4 +187,123 @@ describe("workers-ai without a usable binding", () => {
       expect(h.model.error).toMatch(/AI binding/);
     },
   );
+});
+
+// A Workers AI stub (constructor named `Ai`, as workers-rs requires) with the faults the
+// shared stub in helpers.mjs does not have. Its mode comes from the test through CONTROL.
+const FAULT_AI_STUB = `
+class Ai {
+  constructor(env) { this.env = env; }
+  async run(model, input) {
+    const { mode } = await (await this.env.CONTROL.fetch("http://control/mode")).json();
+    switch (mode) {
+      case "throw": throw new Error("stub: inference failed");
+      case "hang": return new Promise(() => {});
+      case "throw-string": throw "plain string";
+      case "reject-null": return Promise.reject(null);
+      case "symbol": return { action: Symbol("route_b"), confidence: 0.99 };
+      case "bigint": return { action: "route_b", confidence: 10n };
+      case "huge-string": return "x".repeat(32 * 1024 * 1024);
+      case "huge-array": return { probabilities: new Array(1000000).fill(0.25) };
+      case "huge-padding": return { action: "route_b", confidence: 0.99, padding: "p".repeat(16 * 1024 * 1024) };
+      case "huge-error": throw new Error("E".repeat(4 * 1024 * 1024));
+      case "deep": { let v = 0.25; for (let i = 0; i < 100000; i++) v = [v]; return { probabilities: v }; }
+      case "circular": { const o = { action: "route_b", confidence: 0.99 }; o.self = o; return o; }
+      case "getter-throws": return { action: "route_b", get confidence() { throw new Error("stub: getter"); } };
+      default: return { action: "route_b", confidence: 0.99 };
+    }
+  }
+}
+export default function (env) { return new Ai(env); }
+`;
+
+describe("Workers AI faults (the fault table)", () => {
+  const TOKEN = "faults-admin-token";
+  const HEALTHY = { current_load: 0.35, recent_success_rate: 0.99, queue_depth: 4 };
+  const US = { country: "US", continent: "NA" }; // shipped REGIONS: region 0, route_a with healthy signals
+  const FAULT_AI_MODEL = "@cf/test/faults";
+  /** A case runs as `test.fails` while its bug is open. */
+  const run = (c) => (c.known_bug ? test.fails : test);
+  let ray = 0;
+  const nextRay = (tag) => `fault-${++ray}-${tag}`;
+  const decisionLine = (x, id) => x.waitForLog((l) => l.event === "decision" && l.request_id === id);
+  let mode = "answer";
+  let ai, aiShort, aiRouting;
+  let A, B, C;
+  const stub = () => ({
+    extra: { wrappedBindings: { AI: { scriptName: "fault-ai" } } },
+    workers: [{
+      name: "fault-ai", modules: true, script: FAULT_AI_STUB,
+      serviceBindings: { async CONTROL() { return Response.json({ mode }); } },
+    }],
+  });
+  const aiVars = (timeout) => ({ DECISION_BACKEND: "workers-ai", AI_MODEL: FAULT_AI_MODEL, AI_TIMEOUT_MS: String(timeout), CONFIDENCE_THRESHOLD: "0.8" });
+  const routingVars = () => ({
+    ORIGIN_ROUTE_A: A.url, ORIGIN_ROUTE_B: B.url, ORIGIN_ROUTE_C: C.url,
+    ORIGIN_TIMEOUT_MS: "300", ADMIN_TOKEN: TOKEN, SIGNALS_CACHE_S: "0",
+  });
+  beforeAll(async () => {
+    [A, B, C] = await Promise.all([startOrigin("A"), startOrigin("B"), startOrigin("C")]);
+    // `ai`: answers must arrive, so a generous budget; `aiShort`: for hangs and traps, which
+    // last until the AI timer fires.
+    [ai, aiShort, aiRouting] = await Promise.all([
+      startWorker({ vars: aiVars(2000), ...stub() }),
+      startWorker({ vars: aiVars(300), ...stub() }),
+      startWorker({ vars: { ...aiVars(2000), ...routingVars() }, ...stub(), extra: { ...stub().extra, kvNamespaces: ["SIGNALS"] } }),
+    ]);
+    const push = await aiRouting.fetch("/v1/admin/signals", {
+      method: "PUT",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify(HEALTHY),
+    });
+    expect(push.status).toBe(200);
+  });
+  afterAll(async () => {
+    await Promise.all([ai, aiShort, aiRouting].map((x) => x?.dispose()));
+    await Promise.all([A, B, C].map((o) => o?.close()));
+  });
+
+  const slowModes = new Set(["hang", "deep", "circular", "getter-throws"]);
+  for (const c of faultCases("ai")) {
+    run(c)(c.name, async () => {
+      mode = c.ai_mode;
+      const x = c.route ? aiRouting : slowModes.has(c.ai_mode) ? aiShort : ai;
+      const id = nextRay(c.ai_mode);
+      const res = c.route
+        ? await x.fetch("/fault/ai", { cf: US, headers: { "cf-ray": id } })
+        : await x.decide({ state: EXAMPLE_STATE }, { "cf-ray": id });
+      const text = await res.text();
+      mode = "answer";
+      const e = c.expect;
+      expect(res.status).toBe(e.status);
+      expect(res.headers.get("x-decision-source")).toBe(e.source);
+      expect(res.headers.get("x-decision-action")).toBe(e.action);
+      if (!c.route) {
+        const d = JSON.parse(text);
+        expect(d).toMatchObject({ source: e.source, fallback_reason: e.fallback_reason, action: e.action });
+        // Backend text is for the log only.
+        expect(text).not.toMatch(/stub|plain string|EEEE|invalid type/);
+      } else {
+        expect(JSON.parse(text).origin).toBe("A");
+      }
+      const line = await decisionLine(x, id);
+      expect(line).toMatchObject({ source: e.source, fallback_reason: e.fallback_reason, action: e.action });
+      const raw = x.stdoutLines.find((l) => l.includes(`"${id}"`));
+      if (e.log?.detail_contains) expect(line.detail).toContain(e.log.detail_contains);
+      if (e.log?.max_line_bytes) expect(raw.length).toBeLessThanOrEqual(e.log.max_line_bytes);
+      // The isolate is still healthy: the next answer is used.
+      const next = await (await x.decide({ state: EXAMPLE_STATE })).json();
+      expect(next).toMatchObject({ source: "model", action: "route_b" });
+    });
+  }
+
+  test("ai: binding never answers (timeout): log line names the budget", async () => {
+    mode = "hang";
+    const id = nextRay("hang");
+    const d = await (await aiShort.decide({ state: EXAMPLE_STATE }, { "cf-ray": id })).json();
+    mode = "answer";
+    expect(d).toMatchObject({ source: "rules", fallback_reason: "model_timeout", action: "route_a" });
+    const line = await decisionLine(aiShort, id);
+    expect(line).toMatchObject({ fallback_reason: "model_timeout", detail: "no answer within AI_TIMEOUT_MS=300" });
+  });
 });

@@ -349,7 +349,7 @@ impl Model {
 
     /// Calibrated probabilities per action (they sum to 1).
     pub fn predict(&self, x: &Features) -> Probabilities {
-        softmax(&self.margins(x), self.temperature)
+        served_softmax(&self.margins(x), self.temperature)
     }
 
     /// The most probable action and its calibrated probability.
@@ -469,13 +469,26 @@ fn check_tree(
     Ok(depth)
 }
 
-/// Softmax of `m / temperature`, numerically stable.
+/// Softmax of `m / temperature`, numerically stable, with std's `exp`: what the trainer fits
+/// and calibrates with (the shipped artifact is reproduced with it byte for byte). A served
+/// model's probabilities come from [`served_softmax`].
 pub fn softmax(m: &[f64; NUM_ACTIONS], temperature: f64) -> Probabilities {
+    softmax_by(m, temperature, f64::exp)
+}
+
+/// Softmax of `m / temperature` as a served model computes it ([`Model::predict`]): `exp`
+/// from the `libm` crate on every target, so that the CLI and the Worker's wasm give
+/// bit-identical probabilities (std's `exp` is the platform's natively, libm's in wasm).
+pub fn served_softmax(m: &[f64; NUM_ACTIONS], temperature: f64) -> Probabilities {
+    softmax_by(m, temperature, libm::exp)
+}
+
+fn softmax_by(m: &[f64; NUM_ACTIONS], temperature: f64, exp: impl Fn(f64) -> f64) -> Probabilities {
     let max = m.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let mut p = [0.0; NUM_ACTIONS];
     let mut sum = 0.0;
     for (pi, mi) in p.iter_mut().zip(m) {
-        *pi = ((mi - max) / temperature).exp();
+        *pi = exp((mi - max) / temperature);
         sum += *pi;
     }
     for pi in &mut p {

@@ -1,7 +1,9 @@
 //! Golden decisions: the shipped model and rule table on the skew states
 //! (`tests/fixtures/skew_states.jsonl`) must decide exactly as recorded in
-//! `tests/fixtures/golden_decisions.jsonl`, byte for byte. A change in serving (a new model,
-//! a new policy step such as exploration) shows up here first; regenerate only on purpose:
+//! `tests/fixtures/golden_decisions.jsonl`, byte for byte. The Worker's end-to-end tests
+//! (`tests/e2e/records.test.mjs`) hold its wasm build to the same file: serving computes the
+//! same bits on every target. A change in serving (a new model, a new policy step such as
+//! exploration) shows up here first; regenerate only on purpose:
 //! `UPDATE_GOLDEN=1 cargo test -p decider-core --test decisions`.
 
 use decider_core::{
