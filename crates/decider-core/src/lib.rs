@@ -21,10 +21,11 @@
 //!   regions, canary buckets, failover, signal freshness.
 //! - [`monitor`]: the origin monitor: probe histories with hysteresis, signals estimated from
 //!   probes or read from a metrics document, down origins passed over for their failover.
+//! - [`rollout`]: the one success definition and the fallback-rate alarm.
 //!
 //! Modules depend on each other in this order only (no cycles): `actions`, `state` →
 //! `features`, `rules` → `artifact` → `model` → `compact` → `output` → `policy` →
-//! `decider`, `record` → `routing` → `monitor`.
+//! `decider`, `record` → `routing` → `monitor`; `policy`, `record` → `rollout`.
 #![deny(missing_docs)]
 
 pub mod actions;
@@ -37,6 +38,7 @@ pub mod monitor;
 pub mod output;
 pub mod policy;
 pub mod record;
+pub mod rollout;
 pub mod routing;
 pub mod rules;
 pub mod state;
