@@ -9,12 +9,16 @@
 //! - [`tally`]: counters keyed by (arm, model version, source) that merge exactly in any
 //!   order ([`Tally`]), their flush batch and its validation, and the per-window store
 //!   ([`Windows`]).
+//! - [`sequential`]: an always-valid confidence sequence for a difference of mean rewards
+//!   from aggregate counts ([`compare`]), and its verdict.
 //! - [`alarm`]: the fallback-rate alarm, shared with `decider report`.
 
 pub mod alarm;
+pub mod sequential;
 pub mod success;
 pub mod tally;
 
 pub use alarm::{fallback_alarm, FallbackAlarm};
+pub use sequential::{compare, confidence_sequence, Comparison, Sample, Verdict};
 pub use success::{Observation, SuccessRule};
 pub use tally::{BatchError, Counts, Tally, Windows};
