@@ -21,8 +21,9 @@
 //!   regions, canary buckets, failover, signal freshness.
 //! - [`monitor`]: the origin monitor: probe histories with hysteresis, signals estimated from
 //!   probes or read from a metrics document, down origins passed over for their failover.
-//! - [`rollout`]: live outcome counters, the sequential comparison of mean rewards, the
-//!   fallback-rate alarm, and the one success definition.
+//! - [`rollout`]: live outcome counters, the sequential judge of challenger vs champion and
+//!   model vs rules, the rollout policy and state, the fallback-rate alarm, and the one
+//!   success definition.
 //!
 //! Modules depend on each other in this order only (no cycles): `actions`, `state` →
 //! `features`, `rules` → `artifact` → `model` → `compact` → `output` → `policy` →

@@ -47,7 +47,7 @@
 //!   is the ½·ln n term.
 //!
 //! α defaults to 0.05 (`ROLLOUT_ALPHA`). Its cost is logarithmic: the boundary grows with
-//! ln(1/α). The rollout spends it over its periods (see the rollout state), so that the whole
+//! ln(1/α). The rollout spends it over its periods (see [`super::state`]), so that the whole
 //! rollout, not each step, keeps the error rate.
 //!
 //! The guarantee assumes that an arm's outcomes within a judged period have one mean (each
