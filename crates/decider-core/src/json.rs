@@ -269,14 +269,14 @@ fn key_path_at(bytes: &[u8], at: usize) -> Option<String> {
 
 /// A value as it is quoted in an error: its JSON text, at most 40 characters.
 pub fn short(v: &Value) -> String {
-    let s = v.to_string();
-    if s.len() > 40 {
-        format!(
-            "{}…",
-            &s[..s.char_indices().nth(40).map_or(s.len(), |(i, _)| i)]
-        )
-    } else {
-        s
+    short_text(&v.to_string())
+}
+
+/// Text as it is quoted in an error: at most 40 characters, then `…` when cut.
+pub fn short_text(s: &str) -> String {
+    match s.char_indices().nth(40) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
     }
 }
 

@@ -21,7 +21,9 @@
 //! - [`record`]: the decision and outcome records the Worker logs and every reader reads
 //!   back (one codec, with the lenient [`record::Reader`]).
 //! - [`time`]: ISO-8601 timestamps of the records, the UTC hour.
-//! - [`rollout`]: which arm serves a request (champion, challenger, holdout).
+//! - [`rollout`]: which arm serves a request (champion, challenger, holdout); live outcome
+//!   counters, the sequential judge of challenger vs champion and model vs rules, the rollout
+//!   policy and state, the fallback-rate alarm, and the one success definition.
 //! - [`request_types`], [`regions`]: what an edge request means for the state.
 //! - [`failover`]: where a routed request goes, its attempts, its outcome, a 502's words.
 //! - [`forward`]: what crosses from client to origin and back (headers, bodies, statuses).

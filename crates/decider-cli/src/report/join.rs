@@ -10,56 +10,14 @@ use super::stats::GroupStats;
 use super::timeline::{Timeline, REASONS};
 use crate::logs::{parse_iso_ms, Arm, Endpoint, Record};
 pub use decider_core::record::id_key;
+use decider_core::rollout::Observation;
 use decider_core::{Action, FallbackReason, Source};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// How a decision's reward is defined.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SuccessRule {
-    /// Latency limit: a response slower than this is a failure (when latency is known).
-    pub slo_ms: Option<f64>,
-    /// Reward of a rejected request (it is neither a served success nor an origin failure).
-    pub reject_reward: f64,
-}
-
-impl SuccessRule {
-    /// Checks the options once: `slo_ms` a positive number of ms, `reject_reward` in `[0, 1]`.
-    ///
-    /// # Errors
-    /// A message naming the flag (`--slo-ms`, `--reject-reward`) and the value.
-    pub fn new(slo_ms: Option<f64>, reject_reward: f64) -> Result<SuccessRule, String> {
-        if let Some(slo) = slo_ms {
-            if !(slo.is_finite() && slo > 0.0) {
-                return Err(format!(
-                    "--slo-ms must be a positive number of ms, got {slo}"
-                ));
-            }
-        }
-        if !(0.0..=1.0).contains(&reject_reward) {
-            return Err(format!(
-                "--reject-reward must be in [0, 1], got {reject_reward}"
-            ));
-        }
-        Ok(SuccessRule {
-            slo_ms,
-            reject_reward,
-        })
-    }
-
-    /// The definition in words, for reports, model cards and training records.
-    pub fn describe(&self) -> String {
-        let latency = match self.slo_ms {
-            Some(slo) => format!(" and latency <= {slo} ms (when known)"),
-            None => String::new(),
-        };
-        format!(
-            "an outcome line's reward when it has one; else 1 when status < 500{latency}, \
-             else 0; a rejected request pays {}",
-            self.reject_reward
-        )
-    }
-}
+/// How a decision's reward is defined: the one definition, shared with the Worker's live
+/// counters.
+pub use decider_core::rollout::SuccessRule;
 
 const SOURCES: [Source; 3] = [Source::Model, Source::Rules, Source::Default];
 const HAS_DECISION: u8 = 1;
@@ -284,25 +242,18 @@ impl Join {
 
     /// The reward of one joined decision under `rule`, or None without an outcome.
     fn reward(p: &Pending, rule: &SuccessRule) -> Option<f64> {
-        if p.flags & HAS_LINE != 0 && !p.reward.is_nan() {
-            // Kept as f32 to keep the entry small; 6 decimals give the caller's value back.
-            return Some((f64::from(p.reward) * 1e6).round() / 1e6);
-        }
         if p.flags & (HAS_LINE | HAS_EMBEDDED) == 0 {
             return None;
         }
-        if p.flags & REJECT != 0 {
-            return Some(rule.reject_reward);
-        }
-        let in_slo = match (rule.slo_ms, p.latency_ms.is_nan()) {
-            (Some(slo), false) => f64::from(p.latency_ms) <= slo,
-            _ => true,
-        };
-        Some(if p.status != 0 && p.status < 500 && in_slo {
-            1.0
-        } else {
-            0.0
-        })
+        // Kept as f32 to keep the entry small; 6 decimals give the caller's value back.
+        let reward = (p.flags & HAS_LINE != 0 && !p.reward.is_nan())
+            .then(|| (f64::from(p.reward) * 1e6).round() / 1e6);
+        Some(rule.reward(&Observation {
+            reward,
+            status: (p.status != 0).then_some(p.status),
+            latency_ms: (!p.latency_ms.is_nan()).then(|| f64::from(p.latency_ms)),
+            rejected: p.flags & REJECT != 0,
+        }))
     }
 
     /// Joins and tallies everything read.

@@ -8,19 +8,9 @@
 
 use std::collections::BTreeMap;
 
-/// Fallback reasons counted over time (holdout traffic is kept out of the fallback rate).
-pub const REASONS: [&str; 7] = [
-    "low_confidence",
-    "model_error",
-    "model_timeout",
-    "model_unavailable",
-    "out_of_distribution",
-    "stale_signals",
-    "(none)",
-];
-
-/// Index of `out_of_distribution` in [`REASONS`].
-pub const OOD: usize = 4;
+/// The fallback reasons counted over time, their order, and the bin: the same as the
+/// rollout judge's fallback alarm at the edge.
+pub use decider_core::rollout::alarm::{Bin, OOD, REASONS};
 
 /// Most fine bins kept before they are merged into wider ones.
 pub const FINE_CAP: usize = 50_000;
@@ -33,28 +23,6 @@ const ROUND_S: [i64; 20] = [
 const MAX_AUTO_BUCKETS: i64 = 60;
 /// Most report buckets from `--bucket`: beyond this its width is doubled until they fit.
 pub const MAX_BUCKETS: i64 = 10_000;
-
-/// Decisions and fallbacks in one time bin.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Bin {
-    /// Decisions outside the holdout arm.
-    pub n: u64,
-    /// Fallbacks by reason, in [`REASONS`] order.
-    pub by_reason: [u64; 7],
-}
-
-impl Bin {
-    /// All fallbacks.
-    pub fn fallbacks(&self) -> u64 {
-        self.by_reason.iter().sum()
-    }
-    fn add(&mut self, o: &Bin) {
-        self.n += o.n;
-        for (a, b) in self.by_reason.iter_mut().zip(o.by_reason) {
-            *a += b;
-        }
-    }
-}
 
 /// One report bucket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,7 +83,7 @@ impl Timeline {
         self.width_ms *= factor;
         let old = std::mem::take(&mut self.bins);
         for (k, b) in old {
-            self.bins.entry(k.div_euclid(factor)).or_default().add(&b);
+            self.bins.entry(k.div_euclid(factor)).or_default().merge(&b);
         }
     }
 
@@ -164,7 +132,7 @@ impl Timeline {
             .collect();
         for (&k, b) in &self.bins {
             let i = (k * self.width_ms).div_euclid(width) - first_b;
-            out[i as usize].bin.add(b);
+            out[i as usize].bin.merge(b);
         }
         (width, out)
     }

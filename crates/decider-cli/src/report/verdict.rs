@@ -11,21 +11,21 @@
 //!   current sample, i.e. (k − 1)·n more at the current split.
 //! - Fallback alarm: the last [`RECENT`] buckets' pooled fallback rate against the median
 //!   of the earlier buckets; "far above" = at least twice the median, 5 points more, and
-//!   the recent rate's Wilson lower bound above the median.
+//!   the recent rate's Wilson lower bound above the median. The detection is
+//!   `decider_core::rollout::alarm`, the one the rollout judge runs at the edge.
 
 use super::join::Aggregates;
-use super::stats::{wilson, GroupStats, Rate, Z95};
+use super::stats::{GroupStats, Rate};
 use super::timeline::{Bucket, OOD, REASONS};
 use crate::logs::{Arm, Endpoint};
+#[cfg(test)]
+use decider_core::rollout::alarm::median;
+/// Buckets at the end of the run compared with the rest, and the fewest non-empty buckets
+/// for the fallback alarm to be judged.
+pub use decider_core::rollout::alarm::{MIN_BUCKETS, RECENT};
+use decider_core::rollout::{fallback_alarm as detect, FallbackAlarm};
 use serde::Serialize;
 use serde_json::{json, Value};
-
-/// Buckets at the end of the run compared with the rest.
-pub const RECENT: usize = 3;
-/// Fewest non-empty buckets for the fallback alarm to be judged.
-pub const MIN_BUCKETS: usize = 2 * RECENT;
-/// Fewest decisions in the recent buckets for an alarm.
-const MIN_RECENT_N: u64 = 20;
 
 /// One verdict.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -219,15 +219,6 @@ pub fn champion_vs_challenger(agg: &Aggregates) -> Verdict {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 fn advice(reason: usize) -> &'static str {
     match REASONS[reason] {
         "out_of_distribution" => {
@@ -244,66 +235,40 @@ fn advice(reason: usize) -> &'static str {
 
 /// The fallback-rate alarm over the report buckets.
 pub fn fallback_alarm(buckets: &[Bucket]) -> Verdict {
-    let used: Vec<&Bucket> = buckets.iter().filter(|b| b.bin.n > 0).collect();
-    if used.len() < MIN_BUCKETS {
-        return Verdict {
-            kind: "fallback_alarm",
-            action: "not enough buckets".into(),
-            text: format!(
-                "fallback over time: {} non-empty time buckets, at least {MIN_BUCKETS} are needed to compare the last {RECENT} with the run",
-                used.len()
-            ),
-            evidence: json!({"buckets": used.len()}),
-        };
-    }
-    let (early, recent) = used.split_at(used.len() - RECENT);
-    let share = |b: &Bucket, r: Option<usize>| {
-        r.map_or(b.bin.fallbacks(), |r| b.bin.by_reason[r]) as f64 / b.bin.n as f64
+    let judged = detect(buckets.iter().map(|b| &b.bin));
+    let e = match judged {
+        FallbackAlarm::TooFewBins { used } => {
+            return Verdict {
+                kind: "fallback_alarm",
+                action: "not enough buckets".into(),
+                text: format!(
+                    "fallback over time: {used} non-empty time buckets, at least {MIN_BUCKETS} are needed to compare the last {RECENT} with the run"
+                ),
+                evidence: json!({"buckets": used}),
+            };
+        }
+        FallbackAlarm::Steady(e) | FallbackAlarm::Alarm(e) => e,
     };
-    let base = median(early.iter().map(|b| share(b, None)).collect());
-    let rn: u64 = recent.iter().map(|b| b.bin.n).sum();
-    let pooled = |r: Option<usize>| {
-        recent
-            .iter()
-            .map(|b| r.map_or(b.bin.fallbacks(), |r| b.bin.by_reason[r]))
-            .sum::<u64>() as f64
-            / rn as f64
-    };
-    let now = pooled(None);
-    let lower = wilson(now * rn as f64, rn as f64, Z95).0;
-    let rose: Vec<(usize, f64, f64)> = (0..REASONS.len())
-        .map(|r| {
-            (
-                r,
-                pooled(Some(r)),
-                median(early.iter().map(|b| share(b, Some(r))).collect()),
-            )
-        })
-        .collect();
-    let top = rose
-        .iter()
-        .copied()
-        .max_by(|a, b| (a.1 - a.2).total_cmp(&(b.1 - b.2)))
-        .unwrap_or((OOD, 0.0, 0.0));
-    let ood = rose[OOD];
     let evidence = json!({
-        "recent_buckets": RECENT, "recent_n": rn, "recent_rate": now, "recent_rate_lo": lower,
-        "median_rate": base, "recent_ood_rate": ood.1, "median_ood_rate": ood.2,
-        "rose_most": REASONS[top.0],
+        "recent_buckets": RECENT, "recent_n": e.recent_n, "recent_rate": e.recent_rate,
+        "recent_rate_lo": e.recent_rate_lo, "median_rate": e.median_rate,
+        "recent_ood_rate": e.recent_ood_rate, "median_ood_rate": e.median_ood_rate,
+        "rose_most": REASONS[e.rose_most],
     });
-    let alarm = rn >= MIN_RECENT_N && now >= 2.0 * base && now - base >= 0.05 && lower > base;
     let pct = |x: f64| format!("{:.1}%", x * 100.0);
-    if alarm {
-        let why = if top.0 == OOD {
-            format!("out_of_distribution {} vs {}", pct(ood.1), pct(ood.2))
+    let (now, base) = (e.recent_rate, e.median_rate);
+    let ood = (e.recent_ood_rate, e.median_ood_rate);
+    if judged.firing() {
+        let why = if e.rose_most == OOD {
+            format!("out_of_distribution {} vs {}", pct(ood.0), pct(ood.1))
         } else {
             format!(
                 "{} rose most ({} vs {}; out_of_distribution {} vs {})",
-                REASONS[top.0],
-                pct(top.1),
-                pct(top.2),
-                pct(ood.1),
-                pct(ood.2)
+                REASONS[e.rose_most],
+                pct(e.rose_most_recent),
+                pct(e.rose_most_median),
+                pct(ood.0),
+                pct(ood.1)
             )
         };
         Verdict {
@@ -313,7 +278,7 @@ pub fn fallback_alarm(buckets: &[Bucket]) -> Verdict {
                 "fallback alarm: the last {RECENT} buckets fell back on {} of decisions vs the run's median {}; {why}: {}",
                 pct(now),
                 pct(base),
-                advice(top.0)
+                advice(e.rose_most)
             ),
             evidence,
         }
@@ -325,8 +290,8 @@ pub fn fallback_alarm(buckets: &[Bucket]) -> Verdict {
                 "fallback rate steady: last {RECENT} buckets {} vs the run's median {} (out_of_distribution {} vs {})",
                 pct(now),
                 pct(base),
-                pct(ood.1),
-                pct(ood.2)
+                pct(ood.0),
+                pct(ood.1)
             ),
             evidence,
         }

@@ -1,0 +1,845 @@
+//! The rollout's state, kept by the Worker's rollout store, and [`judge`], the pure step of
+//! every cron run: fold the complete windows into the current step's tally, compare the
+//! arms, and ramp, roll back, alarm or switch to rules.
+//!
+//! # What the judge does
+//! - **Challenger vs champion** (while ramping): Better with at least `min_outcomes`
+//!   outcomes on both arms → the next step of `ROLLOUT_STEPS`; the last step (100%) makes
+//!   the challenger the effective champion ([`Phase::Promoted`]). Worse → share 0 at once
+//!   ([`Phase::RolledBack`]), whatever the number of outcomes.
+//! - **Model vs rules** on the holdout arm, as `decider report` reads it: the effective
+//!   champion's arm (the champion, or the challenger once promoted) against the holdout arm,
+//!   which rules decide by design. Worse → a holdout alarm, which holds until the model is
+//!   shown Better or the rollout starts over; with `ROLLOUT_RULES_SWITCH` (and
+//!   `min_outcomes` on both arms) all traffic switches to rules too.
+//! - **Fallback rate**: the alarm of [`super::alarm`] over the complete windows, raised
+//!   while it fires and cleared when the rate is steady again.
+//! - With `ROLLOUT_AUTO=false` nothing changes: the judgement ([`RolloutState::last`]) says
+//!   what the judge would do, and alarms are still raised.
+//!
+//! # Each step is a new test, and the rollout keeps α
+//! The test restarts on every change of setting: the step's tally starts empty and counts
+//! only the windows that begin after the change. Two reasons. A step exists to check the
+//! challenger at its new exposure: its routing moves load between origins, so what holds at
+//! 5% of the traffic need not hold at 50%. And within a step the shares are fixed, so both
+//! arms see the same hours of traffic in the same proportion and a drift over the day moves
+//! both means alike; a test that continued across steps would compare a challenger whose
+//! outcomes lean towards the later, larger steps with a champion whose outcomes lean
+//! towards the earlier ones.
+//!
+//! Restarting spends the error rate again, so the rollout splits α over its periods: period
+//! k (the k-th setting since the rollout began, from 0) is judged at α·2^−(k+1) — α/2 on the
+//! first step, α/4 on the second, and so on. These add up to less than α, so over the whole
+//! rollout, every step and every look included, the probability that a comparison ever
+//! declares a wrong sign is at most α. The first step, the slowest (its share is the
+//! smallest), gets the largest part. A challenger that is no better than the champion
+//! leaves its first step only through a wrong Better (at most α/2), and an identical one
+//! (an A/A rollout) makes any false decision, promotion or rollback, with probability at
+//! most α/2.
+//!
+//! # How much traffic a step takes
+//! Simulated 0/1 rewards, the default policy (α = 0.05, steps 5, 20, 50, 100, at least 200
+//! outcomes per arm), no holdout, the judge looking after every 500 requests; medians over
+//! 100 runs of the outcomes each arm had when the step was decided:
+//!
+//! | challenger vs champion | 5% → | 20% → | 50% → 100% | requests in all |
+//! |---|---|---|---|---|
+//! | 0.97 vs 0.93 | 714 vs 13,775 | 1,217 vs 4,869 | 2,463 vs 2,442 | 26,500 |
+//! | 0.97 vs 0.95 | 2,352 vs 45,156 | 4,192 vs 16,864 | 7,764 vs 7,760 | 87,000 |
+//! | 0.97 vs 0.85 | 212 vs 3,797 | 291 vs 1,195 | 501 vs 497 | 6,500 |
+//! | 0.93 vs 0.97 (rollback at 5%) | 720 vs 13,288 | | | 14,000 |
+//! | 0.85 vs 0.97 (rollback at 5%) | 117 vs 2,357 | | | 2,500 |
+//!
+//! `cargo test -p decider-core --release -- --ignored --nocapture outcomes_per_step` prints
+//! them with their 10% and 90% quantiles.
+
+use super::alarm::{fallback_alarm, Evidence, FallbackAlarm, REASONS};
+use super::policy::Policy;
+use super::sequential::{compare, Comparison, Sample, Verdict};
+use super::tally::{Tally, Windows};
+use super::Arm;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Most changes the history keeps (the oldest go first).
+pub const MAX_HISTORY: usize = 50;
+
+/// Where the rollout stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// No challenger: only the holdout and fallback alarms run.
+    NoChallenger,
+    /// The challenger serves the current step's share and is judged.
+    Ramping,
+    /// The challenger reached 100%: it is the effective champion.
+    Promoted,
+    /// The challenger was rolled back to 0.
+    RolledBack,
+}
+
+/// What the Worker applies: the challenger's share of routing keys, or every decision on
+/// rules. On the wire, a percent or `"rules"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// The challenger serves this percent of routing keys (within the canary share).
+    Share(u8),
+    /// Every decision on rules (`ROLLOUT_RULES_SWITCH`).
+    Rules,
+}
+
+impl Serialize for Setting {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Setting::Share(p) => s.serialize_u8(*p),
+            Setting::Rules => s.serialize_str("rules"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Setting {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Setting, D::Error> {
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::String(s) if s == "rules" => Ok(Setting::Rules),
+            v => v
+                .as_u64()
+                .filter(|p| *p <= 100)
+                .map(|p| Setting::Share(p as u8))
+                .ok_or_else(|| {
+                    D::Error::custom(format!("a percent 0..=100 or \"rules\", got {v}"))
+                }),
+        }
+    }
+}
+
+impl std::fmt::Display for Setting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Setting::Share(p) => write!(f, "{p}%"),
+            Setting::Rules => f.write_str("rules"),
+        }
+    }
+}
+
+/// Why a setting changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Why {
+    /// The challenger is better than the champion, with enough outcomes: the next step.
+    Better,
+    /// The challenger is worse than the champion by more than the tolerated loss: rollback.
+    Worse,
+    /// Rules beat the model on the holdout arm (`ROLLOUT_RULES_SWITCH`).
+    RulesBeatModel,
+}
+
+/// One change of setting: the `rollout` log event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    /// When, ms since the epoch (the cron run's time).
+    pub at_ms: i64,
+    /// The setting before.
+    pub from: Setting,
+    /// The setting after.
+    pub to: Setting,
+    /// Why.
+    pub why: Why,
+    /// One sentence for people.
+    pub text: String,
+    /// When the step that ended began.
+    pub step_since_ms: i64,
+    /// The comparison that decided.
+    pub statistics: Comparison,
+}
+
+/// Which alarm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlarmKind {
+    /// Rules beat the model on the holdout arm: retrain.
+    Holdout,
+    /// The fallback rate rose sharply.
+    Fallback,
+}
+
+/// A raised alarm.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Alarm {
+    /// Which.
+    pub kind: AlarmKind,
+    /// Raised at, ms since the epoch.
+    pub since_ms: i64,
+    /// One sentence for people.
+    pub text: String,
+    /// The holdout comparison that raised it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holdout: Option<Comparison>,
+    /// The fallback numbers that raised it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<Evidence>,
+}
+
+/// A change the judge made, or with `ROLLOUT_AUTO=false` would make.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Proposal {
+    /// The setting it leads to.
+    pub to: Setting,
+    /// Why.
+    pub why: Why,
+    /// Whether it was applied.
+    pub applied: bool,
+}
+
+/// What the last cron run found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Judgement {
+    /// When, ms since the epoch.
+    pub at_ms: i64,
+    /// The error rate of this period's comparisons.
+    pub alpha: f64,
+    /// Challenger vs champion on this step, while ramping.
+    pub challenger: Option<Comparison>,
+    /// Model vs rules, when the holdout arm has traffic.
+    pub holdout: Option<Comparison>,
+    /// The fallback alarm's numbers, when there were enough windows.
+    pub fallback: Option<Evidence>,
+    /// What the judge did or would do.
+    pub proposals: Vec<Proposal>,
+    /// Why the judge waits, when a verdict is in but the outcomes are too few.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<String>,
+}
+
+/// The rollout's state, kept between cron runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RolloutState {
+    /// The challenger this rollout is about (its model version); None without one.
+    pub challenger_version: Option<String>,
+    /// Where the rollout stands.
+    pub phase: Phase,
+    /// Index of the current step in `ROLLOUT_STEPS`.
+    pub step: usize,
+    /// The challenger's share in force, percent of routing keys.
+    pub share: u8,
+    /// Every decision on rules (`ROLLOUT_RULES_SWITCH` after a holdout alarm).
+    pub rules_only: bool,
+    /// Settings since the rollout began, less one: period k is judged at α·2^−(k+1).
+    pub period: u32,
+    /// When the current step (period) began, ms since the epoch.
+    pub since_ms: i64,
+    /// Windows starting before this are counted in `tally` or belong to an earlier step.
+    pub counted_through_ms: i64,
+    /// The counts since the step began.
+    pub tally: Tally,
+    /// The changes, oldest first, at most [`MAX_HISTORY`].
+    pub history: Vec<Change>,
+    /// Alarms raised and not cleared.
+    pub alarms: Vec<Alarm>,
+    /// The last cron run's judgement.
+    pub last: Option<Judgement>,
+}
+
+impl RolloutState {
+    /// A rollout beginning at `now_ms`: the challenger (`Some` version) at the first step's
+    /// share, or no challenger at share 0.
+    pub fn start(challenger_version: Option<String>, policy: &Policy, now_ms: i64) -> RolloutState {
+        let (phase, share) = match challenger_version {
+            Some(_) if policy.steps.last() == 0 => (Phase::Promoted, 100),
+            Some(_) => (Phase::Ramping, policy.steps.share(0)),
+            None => (Phase::NoChallenger, 0),
+        };
+        RolloutState {
+            challenger_version,
+            phase,
+            step: 0,
+            share,
+            rules_only: false,
+            period: 0,
+            since_ms: now_ms,
+            counted_through_ms: now_ms,
+            tally: Tally::new(),
+            history: Vec::new(),
+            alarms: Vec::new(),
+            last: None,
+        }
+    }
+
+    /// The setting in force.
+    pub fn setting(&self) -> Setting {
+        if self.rules_only {
+            Setting::Rules
+        } else {
+            Setting::Share(self.share)
+        }
+    }
+
+    /// Whether the challenger is the effective champion.
+    pub fn promoted(&self) -> bool {
+        self.phase == Phase::Promoted
+    }
+
+    /// The error rate of the current period's comparisons: α·2^−(period+1).
+    pub fn period_alpha(&self, alpha: f64) -> f64 {
+        alpha * 0.5f64.powi(self.period.saturating_add(1).min(1_000) as i32)
+    }
+
+    /// The raised alarm of this kind, if any.
+    pub fn alarm(&self, kind: AlarmKind) -> Option<&Alarm> {
+        self.alarms.iter().find(|a| a.kind == kind)
+    }
+
+    /// Counts the complete windows not counted yet that began at or after the step.
+    fn count(&mut self, windows: &Windows, now_ms: i64) {
+        if let Some(f) = windows.folded() {
+            if f.from_ms >= self.counted_through_ms && f.to_ms <= now_ms {
+                self.tally.merge(&f.tally);
+                self.counted_through_ms = f.to_ms;
+            }
+        }
+        for (start, t) in windows.complete(now_ms) {
+            if start >= self.counted_through_ms {
+                self.tally.merge(t);
+                self.counted_through_ms = start + windows.width_ms();
+            }
+        }
+    }
+
+    /// Applies a change at `now_ms` and starts the next period.
+    fn apply(&mut self, to: Setting, why: Why, policy: &Policy, now_ms: i64) {
+        match (to, why) {
+            (Setting::Rules, _) => self.rules_only = true,
+            (Setting::Share(_), Why::Worse) => {
+                self.share = 0;
+                self.phase = Phase::RolledBack;
+            }
+            (Setting::Share(p), _) => {
+                self.step += 1;
+                self.share = p;
+                if self.step >= policy.steps.last() {
+                    self.phase = Phase::Promoted;
+                }
+            }
+        }
+        self.period = self.period.saturating_add(1);
+        self.since_ms = now_ms;
+        self.counted_through_ms = now_ms;
+        self.tally = Tally::new();
+    }
+}
+
+fn points(x: f64) -> String {
+    format!("{:+.1}", x * 100.0)
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or("–".into(), |x| format!("{:.1}%", x * 100.0))
+}
+
+/// "+4.0 points (CS −0.8 … +7.1) on 812 vs 15,403 outcomes".
+fn describe(c: &Comparison) -> String {
+    format!(
+        "{} vs {}, {} points (confidence sequence {} … {} at α {:.4}) on {} vs {} outcomes",
+        pct(c.treatment.mean),
+        pct(c.baseline.mean),
+        c.delta.map_or("–".into(), points),
+        points(c.lo),
+        points(c.hi),
+        c.alpha,
+        c.treatment.n,
+        c.baseline.n
+    )
+}
+
+/// One cron run: counts the complete windows, judges, and returns the new state and the
+/// changes it made (none with `ROLLOUT_AUTO=false`). Never reads a clock: `now_ms` is the
+/// run's time, and windows that end after it are left for a later run.
+pub fn judge(
+    state: &RolloutState,
+    policy: &Policy,
+    windows: &Windows,
+    now_ms: i64,
+) -> (RolloutState, Vec<Change>) {
+    let mut s = state.clone();
+    s.count(windows, now_ms);
+    let alpha = s.period_alpha(policy.alpha);
+    let sample = |t: &Tally, arm: Arm| Sample::from_counts(&t.arm(arm));
+    let ramping = s.phase == Phase::Ramping && !s.rules_only;
+    let challenger = ramping.then(|| {
+        compare(
+            &sample(&s.tally, Arm::Challenger),
+            &sample(&s.tally, Arm::Champion),
+            alpha,
+            policy.max_loss,
+        )
+    });
+    let model_arm = if s.promoted() {
+        Arm::Challenger
+    } else {
+        Arm::Champion
+    };
+    let held = s.tally.arm(Arm::Holdout);
+    let holdout = (!s.rules_only && (held.decisions > 0 || held.outcomes > 0)).then(|| {
+        compare(
+            &sample(&s.tally, model_arm),
+            &Sample::from_counts(&held),
+            alpha,
+            policy.max_loss,
+        )
+    });
+    let enough = |c: &Comparison| {
+        c.treatment.n >= policy.min_outcomes && c.baseline.n >= policy.min_outcomes
+    };
+
+    let mut proposals: Vec<(Setting, Why, Comparison)> = Vec::new();
+    let mut waiting = None;
+    if let Some(c) = challenger {
+        match c.verdict {
+            Verdict::Worse => proposals.push((Setting::Share(0), Why::Worse, c)),
+            Verdict::Better if enough(&c) => proposals.push((
+                Setting::Share(policy.steps.share(s.step + 1)),
+                Why::Better,
+                c,
+            )),
+            Verdict::Better => {
+                let (need, t, b) = (policy.min_outcomes, c.treatment.n, c.baseline.n);
+                waiting = Some(format!(
+                    "the challenger is better; the step needs {need} outcomes on each arm, has {t} and {b}"
+                ));
+            }
+            Verdict::Undecided => {}
+        }
+    }
+    if let Some(h) = holdout {
+        match h.verdict {
+            Verdict::Worse => {
+                if s.alarm(AlarmKind::Holdout).is_none() {
+                    s.alarms.push(Alarm {
+                        kind: AlarmKind::Holdout,
+                        since_ms: now_ms,
+                        text: format!(
+                            "rules beat the model on the holdout arm: model {}: retrain",
+                            describe(&h)
+                        ),
+                        holdout: Some(h),
+                        fallback: None,
+                    });
+                }
+                if policy.rules_switch && enough(&h) {
+                    proposals.push((Setting::Rules, Why::RulesBeatModel, h));
+                }
+            }
+            Verdict::Better => s.alarms.retain(|a| a.kind != AlarmKind::Holdout),
+            Verdict::Undecided => {}
+        }
+    }
+    let bins: Vec<_> = windows
+        .complete(now_ms)
+        .map(|(_, t)| t.fallback_bin())
+        .collect();
+    let fallback = fallback_alarm(&bins);
+    match fallback {
+        FallbackAlarm::Alarm(e) if s.alarm(AlarmKind::Fallback).is_none() => {
+            s.alarms.push(Alarm {
+                kind: AlarmKind::Fallback,
+                since_ms: now_ms,
+                text: format!(
+                    "fallback alarm: the last windows fell back on {} of decisions vs a median of {}; {} rose most ({} vs {})",
+                    pct(Some(e.recent_rate)),
+                    pct(Some(e.median_rate)),
+                    REASONS[e.rose_most],
+                    pct(Some(e.rose_most_recent)),
+                    pct(Some(e.rose_most_median)),
+                ),
+                holdout: None,
+                fallback: Some(e),
+            });
+        }
+        FallbackAlarm::Steady(_) => s.alarms.retain(|a| a.kind != AlarmKind::Fallback),
+        _ => {}
+    }
+
+    let mut changes = Vec::new();
+    let mut applied = Vec::new();
+    for (to, why, c) in proposals {
+        if !policy.auto || s.setting() == to {
+            applied.push(Proposal {
+                to,
+                why,
+                applied: false,
+            });
+            continue;
+        }
+        let from = s.setting();
+        let verb = match why {
+            Why::Better if to == Setting::Share(100) => "promoted",
+            Why::Better => "next step",
+            Why::Worse => "rolled back",
+            Why::RulesBeatModel => "switched to rules",
+        };
+        let who = match why {
+            Why::RulesBeatModel => "model vs rules",
+            _ => "challenger vs champion",
+        };
+        let change = Change {
+            at_ms: now_ms,
+            from,
+            to,
+            why,
+            text: format!("{from} → {to} ({verb}): {who} {}", describe(&c)),
+            step_since_ms: s.since_ms,
+            statistics: c,
+        };
+        s.apply(to, why, policy, now_ms);
+        changes.push(change);
+        applied.push(Proposal {
+            to,
+            why,
+            applied: true,
+        });
+    }
+    s.history.extend(changes.iter().cloned());
+    if s.history.len() > MAX_HISTORY {
+        s.history.drain(..s.history.len() - MAX_HISTORY);
+    }
+    s.last = Some(Judgement {
+        at_ms: now_ms,
+        alpha,
+        challenger,
+        holdout,
+        fallback: fallback.evidence().copied(),
+        proposals: applied,
+        waiting,
+    });
+    (s, changes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{FallbackReason, Source};
+    use crate::rollout::tally::Counts;
+
+    const T0: i64 = 1_796_205_600_000;
+    const MIN: i64 = 60_000;
+
+    /// A window's batch: `n` outcomes per arm with `ok` successes.
+    fn batch(arms: &[(Arm, u64, u64)]) -> Tally {
+        let mut t = Tally::new();
+        for &(arm, n, ok) in arms {
+            let (mv, src, reason) = match arm {
+                Arm::Holdout => (Some("m-1"), Source::Rules, Some(FallbackReason::Holdout)),
+                Arm::Challenger => (Some("m-2"), Source::Model, None),
+                Arm::Champion => (Some("m-1"), Source::Model, None),
+            };
+            let mut c = Counts::default();
+            for i in 0..n {
+                c.add_reward(if i < ok { 1.0 } else { 0.0 });
+            }
+            c.decisions = n;
+            if reason == Some(FallbackReason::Holdout) {
+                c.fallbacks[6] = n;
+            }
+            t.add_counts(arm, mv, src, &c);
+        }
+        t
+    }
+
+    fn policy() -> Policy {
+        Policy {
+            min_outcomes: 100,
+            ..Policy::default()
+        }
+    }
+
+    #[test]
+    fn a_clearly_better_challenger_steps_up_and_the_next_step_starts_empty() {
+        let p = policy();
+        let s0 = RolloutState::start(Some("m-2".into()), &p, T0);
+        assert_eq!(
+            (s0.phase, s0.share, s0.setting()),
+            (Phase::Ramping, 5, Setting::Share(5))
+        );
+        let mut w = Windows::default();
+        // The window that holds the start is not counted: it may hold the old share's traffic.
+        w.add(
+            &batch(&[(Arm::Challenger, 1000, 1000), (Arm::Champion, 1000, 0)]),
+            T0 - 1,
+        );
+        w.add(
+            &batch(&[(Arm::Challenger, 1000, 990), (Arm::Champion, 5000, 4000)]),
+            T0 + MIN,
+        );
+        // Not complete yet at T0 + MIN: nothing counted.
+        let (s1, ch) = judge(&s0, &p, &w, T0 + MIN + 1);
+        assert!(ch.is_empty());
+        assert_eq!(s1.tally.total().decisions, 0);
+        let (s2, ch) = judge(&s1, &p, &w, T0 + 2 * MIN);
+        assert_eq!(ch.len(), 1, "{:?}", s2.last);
+        let c = &ch[0];
+        assert_eq!(
+            (c.from, c.to, c.why),
+            (Setting::Share(5), Setting::Share(20), Why::Better)
+        );
+        assert_eq!(c.statistics.treatment.n, 1000);
+        assert_eq!(c.statistics.baseline.n, 5000);
+        assert!(
+            c.text
+                .starts_with("5% → 20% (next step): challenger vs champion 99.0% vs 80.0%"),
+            "{}",
+            c.text
+        );
+        assert_eq!(
+            (s2.step, s2.share, s2.period, s2.since_ms),
+            (1, 20, 1, T0 + 2 * MIN)
+        );
+        assert!(s2.tally.is_empty());
+        assert_eq!(s2.history, ch);
+        // The same windows are never counted again.
+        let (s3, ch) = judge(&s2, &p, &w, T0 + 10 * MIN);
+        assert!(ch.is_empty());
+        assert!(s3.tally.is_empty());
+        assert_eq!(s3.period_alpha(0.05), 0.0125);
+    }
+
+    #[test]
+    fn better_but_too_few_outcomes_waits() {
+        let p = Policy {
+            min_outcomes: 5000,
+            ..policy()
+        };
+        let s0 = RolloutState::start(Some("m-2".into()), &p, T0);
+        let mut w = Windows::default();
+        w.add(
+            &batch(&[(Arm::Challenger, 1000, 990), (Arm::Champion, 5000, 4000)]),
+            T0 + 1,
+        );
+        let (s1, ch) = judge(&s0, &p, &w, T0 + MIN);
+        assert!(ch.is_empty());
+        let last = s1.last.unwrap();
+        assert_eq!(last.challenger.unwrap().verdict, Verdict::Better);
+        assert!(last
+            .waiting
+            .unwrap()
+            .contains("needs 5000 outcomes on each arm, has 1000 and 5000"));
+    }
+
+    #[test]
+    fn a_worse_challenger_is_rolled_back_at_once() {
+        let p = Policy {
+            min_outcomes: 1_000_000,
+            ..policy()
+        };
+        let s0 = RolloutState::start(Some("m-2".into()), &p, T0);
+        let mut w = Windows::default();
+        w.add(
+            &batch(&[(Arm::Challenger, 300, 200), (Arm::Champion, 5000, 4800)]),
+            T0 + 1,
+        );
+        let (s1, ch) = judge(&s0, &p, &w, T0 + MIN);
+        assert_eq!(ch.len(), 1);
+        assert_eq!((ch[0].to, ch[0].why), (Setting::Share(0), Why::Worse));
+        assert_eq!((s1.phase, s1.share), (Phase::RolledBack, 0));
+        // Rolled back: the challenger is judged no more.
+        w.add(&batch(&[(Arm::Champion, 5000, 4800)]), T0 + MIN + 1);
+        let (s2, ch) = judge(&s1, &p, &w, T0 + 2 * MIN);
+        assert!(ch.is_empty() && s2.last.unwrap().challenger.is_none());
+    }
+
+    #[test]
+    fn without_auto_nothing_changes_but_the_verdict_is_reported() {
+        let p = Policy {
+            auto: false,
+            ..policy()
+        };
+        let s0 = RolloutState::start(Some("m-2".into()), &p, T0);
+        let mut w = Windows::default();
+        w.add(
+            &batch(&[(Arm::Challenger, 300, 200), (Arm::Champion, 5000, 4800)]),
+            T0 + 1,
+        );
+        let (s1, ch) = judge(&s0, &p, &w, T0 + MIN);
+        assert!(ch.is_empty());
+        assert_eq!((s1.phase, s1.share, s1.period), (Phase::Ramping, 5, 0));
+        let last = s1.last.unwrap();
+        assert_eq!(
+            last.proposals,
+            vec![Proposal {
+                to: Setting::Share(0),
+                why: Why::Worse,
+                applied: false
+            }]
+        );
+        assert_eq!(last.challenger.unwrap().verdict, Verdict::Worse);
+    }
+
+    #[test]
+    fn rules_beating_the_model_raise_an_alarm_and_switch_only_when_allowed() {
+        let arms = [(Arm::Champion, 5000, 4500), (Arm::Holdout, 2000, 1950)];
+        for switch in [false, true] {
+            let p = Policy {
+                rules_switch: switch,
+                ..policy()
+            };
+            let s0 = RolloutState::start(None, &p, T0);
+            assert_eq!((s0.phase, s0.share), (Phase::NoChallenger, 0));
+            let mut w = Windows::default();
+            w.add(&batch(&arms), T0 + 1);
+            let (s1, ch) = judge(&s0, &p, &w, T0 + MIN);
+            let alarm = s1.alarm(AlarmKind::Holdout).expect("holdout alarm");
+            assert!(
+                alarm
+                    .text
+                    .starts_with("rules beat the model on the holdout arm"),
+                "{}",
+                alarm.text
+            );
+            assert_eq!(alarm.holdout.unwrap().verdict, Verdict::Worse);
+            if switch {
+                assert_eq!(ch.len(), 1);
+                assert_eq!(
+                    (ch[0].from, ch[0].to, ch[0].why),
+                    (Setting::Share(0), Setting::Rules, Why::RulesBeatModel)
+                );
+                assert!(s1.rules_only);
+            } else {
+                assert!(ch.is_empty());
+                assert!(!s1.rules_only);
+            }
+            // The alarm holds on a later run without new evidence.
+            let (s2, _) = judge(&s1, &p, &w, T0 + 5 * MIN);
+            assert!(s2.alarm(AlarmKind::Holdout).is_some());
+        }
+        // The model shown better clears it.
+        let p = policy();
+        let s0 = RolloutState::start(None, &p, T0);
+        let mut w = Windows::default();
+        w.add(&batch(&arms), T0 + 1);
+        let (s1, _) = judge(&s0, &p, &w, T0 + MIN);
+        w.add(
+            &batch(&[(Arm::Champion, 50_000, 49_900), (Arm::Holdout, 2000, 1)]),
+            T0 + MIN + 1,
+        );
+        let (s2, _) = judge(&s1, &p, &w, T0 + 2 * MIN);
+        assert!(s2.alarm(AlarmKind::Holdout).is_none(), "{:?}", s2.last);
+    }
+
+    #[test]
+    fn the_fallback_alarm_runs_on_the_windows() {
+        let p = policy();
+        let mut s = RolloutState::start(None, &p, T0);
+        let mut w = Windows::default();
+        let window = |ood: u64| {
+            let mut t = Tally::new();
+            for i in 0..50 {
+                let (src, r) = if i < ood {
+                    (Source::Rules, Some(FallbackReason::OutOfDistribution))
+                } else if i % 20 == 0 {
+                    (Source::Rules, Some(FallbackReason::LowConfidence))
+                } else {
+                    (Source::Model, None)
+                };
+                t.add_decision(Arm::Champion, Some("m-1"), src, r);
+            }
+            t
+        };
+        for m in 0..20 {
+            w.add(&window(0), T0 + m * MIN + 1);
+            s = judge(&s, &p, &w, T0 + (m + 1) * MIN).0;
+            assert!(s.alarm(AlarmKind::Fallback).is_none());
+        }
+        // The first window of the spike already fires (20 of 150 recent decisions).
+        w.add(&window(20), T0 + 20 * MIN + 1);
+        s = judge(&s, &p, &w, T0 + 21 * MIN).0;
+        let a = s
+            .alarm(AlarmKind::Fallback)
+            .expect("fallback alarm")
+            .clone();
+        assert_eq!(
+            REASONS[a.fallback.unwrap().rose_most],
+            "out_of_distribution"
+        );
+        assert_eq!(
+            a.text,
+            "fallback alarm: the last windows fell back on 18.7% of decisions vs a median of 6.0%; out_of_distribution rose most (13.3% vs 0.0%)"
+        );
+        assert_eq!(a.since_ms, T0 + 21 * MIN);
+        // It holds, unchanged, while it fires.
+        for m in 21..23 {
+            w.add(&window(20), T0 + m * MIN + 1);
+            s = judge(&s, &p, &w, T0 + (m + 1) * MIN).0;
+        }
+        assert_eq!(s.alarm(AlarmKind::Fallback), Some(&a));
+        assert!((s.last.as_ref().unwrap().fallback.unwrap().recent_ood_rate - 0.4).abs() < 1e-12);
+        for m in 23..26 {
+            w.add(&window(0), T0 + m * MIN + 1);
+            s = judge(&s, &p, &w, T0 + (m + 1) * MIN).0;
+        }
+        assert!(s.alarm(AlarmKind::Fallback).is_none());
+    }
+
+    #[test]
+    fn the_state_round_trips_and_settings_read_as_percent_or_rules() {
+        let p = policy();
+        let s0 = RolloutState::start(Some("m-2".into()), &p, T0);
+        let mut w = Windows::default();
+        w.add(
+            &batch(&[
+                (Arm::Challenger, 1000, 990),
+                (Arm::Champion, 5000, 4000),
+                (Arm::Holdout, 100, 90),
+            ]),
+            T0 + 1,
+        );
+        let (s1, _) = judge(&s0, &p, &w, T0 + MIN);
+        let text = serde_json::to_string(&s1).unwrap();
+        assert_eq!(serde_json::from_str::<RolloutState>(&text).unwrap(), s1);
+        assert_eq!(serde_json::to_string(&Setting::Share(20)).unwrap(), "20");
+        assert_eq!(
+            serde_json::to_string(&Setting::Rules).unwrap(),
+            r#""rules""#
+        );
+        assert_eq!(
+            serde_json::from_str::<Setting>("0").unwrap(),
+            Setting::Share(0)
+        );
+        assert!(serde_json::from_str::<Setting>("101").is_err());
+        assert!(serde_json::from_str::<Setting>(r#""all""#).is_err());
+    }
+
+    #[test]
+    fn history_is_bounded() {
+        let p = Policy {
+            steps: crate::rollout::policy::parse_steps(
+                &(1..=20)
+                    .map(|i| (i * 5).to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            )
+            .unwrap(),
+            min_outcomes: 1,
+            ..policy()
+        };
+        let mut s = RolloutState::start(Some("m-2".into()), &p, T0);
+        s.history = vec![
+            Change {
+                at_ms: 0,
+                from: Setting::Share(1),
+                to: Setting::Share(2),
+                why: Why::Better,
+                text: String::new(),
+                step_since_ms: 0,
+                statistics: compare(&Sample::default(), &Sample::default(), 0.05, 0.0),
+            };
+            MAX_HISTORY
+        ];
+        let mut w = Windows::default();
+        w.add(
+            &batch(&[(Arm::Challenger, 1000, 1000), (Arm::Champion, 1000, 0)]),
+            T0 + 1,
+        );
+        let (s1, ch) = judge(&s, &p, &w, T0 + MIN);
+        assert_eq!(ch.len(), 1);
+        assert_eq!(s1.history.len(), MAX_HISTORY);
+        assert_eq!(s1.history.last(), ch.last());
+    }
+}
