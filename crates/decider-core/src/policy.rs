@@ -93,7 +93,7 @@ impl FallbackReason {
     }
 
     /// Wire name.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             FallbackReason::LowConfidence => "low_confidence",
             FallbackReason::ModelError => "model_error",

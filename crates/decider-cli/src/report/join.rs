@@ -10,6 +10,7 @@ use super::stats::GroupStats;
 use super::timeline::{Timeline, REASONS};
 use crate::logs::{parse_iso_ms, Arm, Endpoint, Record};
 pub use decider_core::record::id_key;
+use decider_core::rollout::alarm::reason_index;
 use decider_core::rollout::Observation;
 use decider_core::{Action, FallbackReason, Source};
 use std::collections::HashMap;
@@ -131,11 +132,6 @@ pub struct Aggregates {
     pub timeline: Option<Timeline>,
 }
 
-fn reason_index(r: Option<FallbackReason>) -> usize {
-    r.and_then(|r| REASONS.iter().position(|n| *n == r.name()))
-        .unwrap_or(REASONS.len() - 1)
-}
-
 impl Join {
     /// An empty join; `bucket_ms` fixes the width of the fallback buckets.
     pub fn new(bucket_ms: Option<i64>) -> Join {
@@ -213,8 +209,11 @@ impl Join {
                 } else if let Ok(ts_ms) = parse_iso_ms(&d.ts) {
                     // The reader admits only timestamps that parse.
                     let fell_back = d.source != Source::Model;
-                    self.timeline
-                        .add(ts_ms, fell_back.then(|| reason_index(d.fallback_reason)));
+                    self.timeline.add(
+                        ts_ms,
+                        fell_back
+                            .then(|| reason_index(d.fallback_reason).unwrap_or(REASONS.len() - 1)),
+                    );
                 }
                 true
             }

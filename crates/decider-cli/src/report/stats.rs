@@ -57,18 +57,7 @@ impl Rate {
     }
 }
 
-/// Wilson score interval for `successes` out of `n` at normal quantile `z`.
-pub fn wilson(successes: f64, n: f64, z: f64) -> (f64, f64) {
-    if n <= 0.0 {
-        return (0.0, 1.0);
-    }
-    let p = successes / n;
-    let z2 = z * z;
-    let denom = 1.0 + z2 / n;
-    let centre = (p + z2 / (2.0 * n)) / denom;
-    let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / denom;
-    ((centre - half).max(0.0), (centre + half).min(1.0))
-}
+pub use decider_core::rollout::alarm::wilson;
 
 /// Normal interval on a mean from its sum and sum of squares, clipped to [0, 1].
 /// A single value has no spread to estimate: its interval is the whole of [0, 1].

@@ -13,15 +13,16 @@ use serde::{Deserialize, Serialize};
 
 /// Fallback reasons counted over time, in bin order (holdout traffic is kept out of the
 /// fallback rate); `(none)` is a fallback that recorded no reason.
-pub const REASONS: [&str; 7] = [
-    "low_confidence",
-    "model_error",
-    "model_timeout",
-    "model_unavailable",
-    "out_of_distribution",
-    "stale_signals",
-    "(none)",
-];
+pub const REASONS: [&str; 7] = {
+    // FallbackReason::ALL without its last, `holdout`.
+    let mut names = ["(none)"; 7];
+    let mut i = 0;
+    while i < 6 {
+        names[i] = FallbackReason::ALL[i].name();
+        i += 1;
+    }
+    names
+};
 
 /// Index of `out_of_distribution` in [`REASONS`].
 pub const OOD: usize = 4;
@@ -139,17 +140,18 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-/// Lower end of the Wilson score interval for `successes` out of `n` at normal quantile `z`.
-fn wilson_lower(successes: f64, n: f64, z: f64) -> f64 {
+/// Wilson score interval for `successes` out of `n` at normal quantile `z` (the whole of
+/// `[0, 1]` without data).
+pub fn wilson(successes: f64, n: f64, z: f64) -> (f64, f64) {
     if n <= 0.0 {
-        return 0.0;
+        return (0.0, 1.0);
     }
     let p = successes / n;
     let z2 = z * z;
     let denom = 1.0 + z2 / n;
     let centre = (p + z2 / (2.0 * n)) / denom;
     let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / denom;
-    (centre - half).max(0.0)
+    ((centre - half).max(0.0), (centre + half).min(1.0))
 }
 
 /// Judges a series of bins, oldest first (empty bins are skipped).
@@ -171,7 +173,7 @@ pub fn fallback_alarm<'a>(bins: impl IntoIterator<Item = &'a Bin>) -> FallbackAl
             / rn as f64
     };
     let now = pooled(None);
-    let lower = wilson_lower(now * rn as f64, rn as f64, Z95);
+    let lower = wilson(now * rn as f64, rn as f64, Z95).0;
     let rose: Vec<(usize, f64, f64)> = (0..REASONS.len())
         .map(|r| {
             (

@@ -137,38 +137,31 @@ pub fn confidence_sequence(sample: &Sample, a: f64) -> Interval {
     let lo = if s <= 0.0 || g(0.0) < threshold {
         0.0
     } else {
-        let (mut out, mut inside) = (0.0, p);
-        for _ in 0..200 {
-            let mid = 0.5 * (out + inside);
-            if mid <= out || mid >= inside {
-                break;
-            }
-            if g(mid) >= threshold {
-                out = mid;
-            } else {
-                inside = mid;
-            }
-        }
-        out
+        boundary(&g, threshold, 0.0, p)
     };
     let hi = if f <= 0.0 || g(1.0) < threshold {
         1.0
     } else {
-        let (mut inside, mut out) = (p, 1.0);
-        for _ in 0..200 {
-            let mid = 0.5 * (inside + out);
-            if mid <= inside || mid >= out {
-                break;
-            }
-            if g(mid) >= threshold {
-                out = mid;
-            } else {
-                inside = mid;
-            }
-        }
-        out
+        boundary(&g, threshold, 1.0, p)
     };
     Interval { lo, hi }
+}
+
+/// Where `g` crosses `threshold` between `out` (at or above it) and `inside` (below it), by
+/// bisection: the point nearest `out` still known to be at or above it.
+fn boundary(g: &impl Fn(f64) -> f64, threshold: f64, mut out: f64, mut inside: f64) -> f64 {
+    for _ in 0..200 {
+        let mid = 0.5 * (out + inside);
+        if mid == out || mid == inside {
+            break;
+        }
+        if g(mid) >= threshold {
+            out = mid;
+        } else {
+            inside = mid;
+        }
+    }
+    out
 }
 
 /// What a comparison says.

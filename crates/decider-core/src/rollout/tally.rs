@@ -71,16 +71,15 @@ pub const BATCH_FORMAT: u64 = 1;
 
 /// Fallback slots of a row: the reasons of [`FallbackReason`] in declaration order, then
 /// `unspecified` (rules or the default decided without a recorded reason).
-pub const FALLBACK_SLOTS: [&str; 8] = [
-    "low_confidence",
-    "model_error",
-    "model_timeout",
-    "model_unavailable",
-    "out_of_distribution",
-    "stale_signals",
-    "holdout",
-    "unspecified",
-];
+pub const FALLBACK_SLOTS: [&str; 8] = {
+    let mut names = ["unspecified"; 8];
+    let mut i = 0;
+    while i < FallbackReason::ALL.len() {
+        names[i] = FallbackReason::ALL[i].name();
+        i += 1;
+    }
+    names
+};
 
 const HOLDOUT_SLOT: usize = 6;
 const UNSPECIFIED_SLOT: usize = 7;
@@ -947,15 +946,7 @@ mod tests {
             };
             assert_eq!(FALLBACK_SLOTS[s], want);
         }
-        for r in [
-            FallbackReason::LowConfidence,
-            FallbackReason::ModelError,
-            FallbackReason::ModelTimeout,
-            FallbackReason::ModelUnavailable,
-            FallbackReason::OutOfDistribution,
-            FallbackReason::StaleSignals,
-            FallbackReason::Holdout,
-        ] {
+        for r in FallbackReason::ALL {
             assert_eq!(FALLBACK_SLOTS[slot(Some(r))], r.name());
         }
         assert_eq!(FALLBACK_SLOTS[slot(None)], "unspecified");
