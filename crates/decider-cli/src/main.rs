@@ -118,7 +118,7 @@ struct TrainArgs {
     /// features (a score per cluster from load, queue depth and hour, say), which trees
     /// alone draw as staircases that stop where the training data stops. The artifact
     /// gains `model.linear` (and `model.hidden`).
-    #[arg(long, value_enum, default_value_t = Base::Priors)]
+    #[arg(long, value_enum, default_value_t = Base::default())]
     base: Base,
     /// Keep the model fitted on the training split instead of refitting on all rows of --data.
     #[arg(long)]
