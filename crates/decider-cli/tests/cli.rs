@@ -99,7 +99,7 @@ fn make_model_trains_the_shipped_artifact_byte_for_byte() {
         "--seed",
         "42",
         "--learning-rate",
-        "0.3",
+        "0.5",
         "--max-leaves",
         "127",
         "--max-rounds",
