@@ -15,12 +15,15 @@ Two datasets, each with train/test/shifted sets:
 Every model is trained on the same rows, evaluated on the same rows with the same encoder
 (encoder v1, re-implemented here and checked against tests/fixtures/golden_features.json
 before anything is trained), and the table gives accuracy, accuracy on shifted traffic, and
-training time measured in this run.
+training time measured in this run. `decider train` runs once per base of `--decider-bases`
+(default: `network,priors`, the CLI's default and the trees alone), each named explicitly;
+the first is the row every training time is compared with.
 """
 import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -105,6 +108,18 @@ def run(cmd):
     return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
 
 
+# What each `decider train --base` boosts from, for the table.
+BASES = {"network": "trees on a small network", "linear": "trees on a softmax regression", "priors": "trees alone"}
+
+
+def default_base(decider):
+    """The CLI's default `--base`, as its help states it."""
+    m = re.search(r"--base <BASE>.*?\[default: (\w+)\]", run([decider, "train", "--help"]), re.S)
+    if not m:
+        sys.exit("decider train --help names no default --base")
+    return m.group(1)
+
+
 def compare(args, tmp, dataset):
     paths = {k: os.path.join(tmp, f"{dataset}-{k}.jsonl") for k in ["train", "test", "shifted"]}
     for i, k in enumerate(["train", "test", "shifted"]):
@@ -118,11 +133,12 @@ def compare(args, tmp, dataset):
     sets = {k: load(paths[k]) for k in ["test", "shifted"]}
     results = []
 
-    for name, extra in [("decider train (boosted trees, Rust)", []),
-                        ("decider train --base network (trees on a small network)", ["--base", "network"])]:
-        model = os.path.join(tmp, f"{dataset}-decider{len(extra)}.json")
+    default = default_base(args.decider)
+    for base in args.decider_bases.split(","):
+        name = f"decider train --base {base} ({BASES[base]}{', the default' if base == default else ''})"
+        model = os.path.join(tmp, f"{dataset}-decider-{base}.json")
         t0 = time.perf_counter()
-        run([args.decider, "train", "--data", paths["train"], "--out", model, "--quiet", *extra])
+        run([args.decider, "train", "--data", paths["train"], "--out", model, "--quiet", "--base", base])
         secs = time.perf_counter() - t0
         acc = {k: json.loads(run([args.decider, "eval", "--model", model, "--data", paths[k], "--json"]))["accuracy"] for k in sets}
         results.append((name, acc, secs))
@@ -147,8 +163,13 @@ def main():
     ap.add_argument("--test-rows", type=int, default=10000)
     ap.add_argument("--seed", type=int, default=101)
     ap.add_argument("--datasets", default="simulator,oblique")
+    ap.add_argument("--decider-bases", default="network,priors",
+                    help="comma-separated `decider train --base` values, one table row each")
     ap.add_argument("--out", default="-")
     args = ap.parse_args()
+    bases = args.decider_bases.split(",")
+    if not bases or any(b not in BASES for b in bases):
+        sys.exit(f"--decider-bases: each of {', '.join(BASES)}, got {args.decider_bases!r}")
     check_golden()
     tmp = tempfile.mkdtemp(prefix="peers-")
     lines = [
@@ -167,8 +188,8 @@ def main():
             ci = {k: 196 * math.sqrt(v * (1 - v) / args.test_rows) for k, v in acc.items()}
             lines.append(f"| {name} | {acc['test'] * 100:.2f}% ± {ci['test']:.2f} | {acc['shifted'] * 100:.2f}% ± {ci['shifted']:.2f} "
                          f"| {secs:.1f} s | {secs / base:.2f}× |")
-        best = {k: max(r[1][k] for r in results[2:]) for k in ["test", "shifted"]}
-        for name, acc, _ in results[:2]:
+        best = {k: max(r[1][k] for r in results[len(bases):]) for k in ["test", "shifted"]}
+        for name, acc, _ in results[:len(bases)]:
             gap = ", ".join(f"{k} {(acc[k] - best[k]) * 100:+.2f} points" for k in best)
             lines += ["", f"{name.split(' (')[0]} against the best peer: {gap}."]
     text = "\n".join(lines) + "\n"

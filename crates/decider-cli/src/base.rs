@@ -11,21 +11,25 @@ use crate::rng::Rng;
 use decider_core::model::{activation, add_linear, softmax, Hidden};
 use decider_core::{Features, FEATURE_DIM, NUM_ACTIONS};
 
-/// What the trees boost from.
+/// What the trees boost from. The default, for `decider train` and `decider train --logs`
+/// alike, is [`Base::Network`]: on policies whose boundaries mix features it is far ahead of
+/// the trees alone, in shifted traffic most; on an axis-aligned policy (the simulator's) a
+/// little behind (`model/peers.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum Base {
-    /// The log class priors (the default).
-    #[default]
+    /// The log class priors: the trees alone.
     Priors,
     /// A softmax regression on the features.
     Linear,
-    /// A softmax regression and a layer of [`UNITS`] tanh units.
+    /// A softmax regression and a layer of 16 tanh units; the default.
+    #[default]
     Network,
 }
 
 impl Base {
-    /// Whether this is the default, [`Base::Priors`].
+    /// Whether this is [`Base::Priors`], which an artifact's `training.params` leaves out (an
+    /// artifact without `base` was boosted from the priors).
     pub fn is_priors(&self) -> bool {
         *self == Base::Priors
     }

@@ -56,7 +56,7 @@ impl Default for GbdtParams {
             l2: 1.0,
             patience: 25,
             max_bins: 1024,
-            base: Base::Priors,
+            base: Base::default(),
         }
     }
 }

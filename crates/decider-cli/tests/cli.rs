@@ -99,7 +99,7 @@ fn make_model_trains_the_shipped_artifact_byte_for_byte() {
         "--seed",
         "42",
         "--learning-rate",
-        "0.3",
+        "0.5",
         "--max-leaves",
         "127",
         "--max-rounds",
@@ -149,8 +149,60 @@ fn train_twice_gives_byte_identical_artifacts_card_and_curve() {
     assert_eq!(std::fs::read(&m1).unwrap(), std::fs::read(&m2).unwrap());
     let card = std::fs::read_to_string(tmp("det1.md")).unwrap();
     assert!(card.contains("training data sha256"), "{card}");
+    assert!(card.contains(" on a network base "), "{card}");
     let svg = std::fs::read_to_string(tmp("det1.curve.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("polyline"));
+}
+
+/// The default base is the network; `--base priors` trains the trees alone, and its artifact
+/// names no base (an artifact without one was boosted from the priors).
+#[test]
+fn train_boosts_from_a_network_unless_told_priors() {
+    let data = tmp("base.jsonl");
+    assert!(decider(&[
+        "simulate",
+        "--rows",
+        "1500",
+        "--seed",
+        "12",
+        "--out",
+        s(&data)
+    ])
+    .status
+    .success());
+    let art = |extra: &[&str]| -> Value {
+        let out = tmp(&format!("base{}.json", extra.len()));
+        let mut args = vec![
+            "train",
+            "--data",
+            s(&data),
+            "--out",
+            s(&out),
+            "--max-rounds",
+            "10",
+            "--quiet",
+        ];
+        args.extend_from_slice(extra);
+        let o = decider(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
+    };
+    let default = art(&[]);
+    assert_eq!(default["training"]["params"]["base"], "network");
+    assert_eq!(
+        default["model"]["linear"].as_array().map(Vec::len),
+        Some(16)
+    );
+    assert!(
+        default["model"]["hidden"]["weights"].is_array(),
+        "{}",
+        default["model"]
+    );
+    let priors = art(&["--base", "priors"]);
+    assert!(priors["training"]["params"].get("base").is_none());
+    assert!(priors["model"].get("linear").is_none() && priors["model"].get("hidden").is_none());
+    let help = String::from_utf8(decider(&["train", "--help"]).stdout).unwrap();
+    assert!(help.contains("[default: network]"), "{help}");
 }
 
 #[test]

@@ -74,6 +74,9 @@ fn a_policy_learned_from_logs_beats_the_logger() {
     let art: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let t = &art["training"];
     assert_eq!(t["source"], "logs");
+    // The trainer's default base, as with --data.
+    assert_eq!(t["params"]["base"], "network");
+    assert!(art["model"]["hidden"]["weights"].is_array());
     assert_eq!(t["rows"], 20_000);
     assert_eq!(t["logs"]["rows"], 20_000);
     assert_eq!(t["logs"]["decisions"], 20_001);

@@ -63,12 +63,12 @@ pub struct Args {
     /// Minimum rows per leaf.
     #[arg(long, default_value_t = GbdtParams::default().min_samples_leaf)]
     pub min_samples_leaf: usize,
-    /// What the trees boost from: the class priors; a softmax regression on the features
-    /// (`linear`); or that and 16 tanh units (`network`). For policies whose boundaries mix
-    /// features (a score per cluster from load, queue depth and hour, say), which trees
-    /// alone draw as staircases that stop where the training data stops. The artifact
-    /// gains `model.linear` (and `model.hidden`).
-    #[arg(long, value_enum, default_value_t = Base::Priors)]
+    /// What the trees boost from: a softmax regression on the features and 16 tanh units
+    /// (`network`, the default), the regression alone (`linear`), or the class priors (the
+    /// trees alone). A base draws boundaries that mix features (a score per cluster from
+    /// load, queue depth and hour, say), which trees alone draw as staircases that stop
+    /// where the training data stops. The artifact gains `model.linear` (and `model.hidden`).
+    #[arg(long, value_enum, default_value_t = Base::default())]
     pub base: Base,
     /// Keep the model fitted on the training split instead of refitting on all rows of --data.
     #[arg(long)]
