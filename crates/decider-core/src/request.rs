@@ -10,7 +10,7 @@ use crate::decider::{draw_from_id, Decider, ModelSource};
 use crate::output::ModelOutcome;
 use crate::policy::{self, Decision, Gates};
 use crate::record::{clip_to, DecisionRecord, Endpoint, ECHO_BYTES, LOG_VERSION, TEXT_BYTES};
-use crate::rollout::Arm;
+use crate::rollout::{tag_decision_id, Arm};
 use crate::state::State;
 use crate::time::iso_from_ms;
 use serde::Serialize;
@@ -26,8 +26,10 @@ pub struct Request<'a> {
     pub endpoint: Endpoint,
     /// The rollout arm, whose decider decides.
     pub arm: Arm,
-    /// The new decision's id (`crypto.randomUUID()` in the Worker); exploration draws from
-    /// it, so an explored decision can be replayed from its record.
+    /// The new decision's id (`crypto.randomUUID()` in the Worker). Its last character is
+    /// replaced by the tag of the arm and the deciding source
+    /// ([`rollout::tag_decision_id`](crate::rollout::tag_decision_id)); exploration draws
+    /// from the tagged id, so an explored decision can be replayed from its record.
     pub decision_id: String,
     /// The platform's request id (`cf-ray`), when present; kept at most [`ECHO_BYTES`].
     pub request_id: Option<&'a str>,
@@ -88,7 +90,8 @@ pub fn decide(decider: &Decider, req: Request<'_>, remote: Option<Remote>) -> De
     };
     let mut greedy = decider.decide_with(&req.state, req.gates, outcome);
     greedy.decision_us = req.decision_us;
-    let served = decider.serve(greedy, draw_from_id(&req.decision_id));
+    let decision_id = tag_decision_id(req.decision_id, req.arm, greedy.source);
+    let served = decider.serve(greedy, draw_from_id(&decision_id));
     let d = served.decision;
     // A decision that needed an unavailable model says why in its record.
     let needed = policy::model_needed(req.gates, decider.policy());
@@ -99,7 +102,7 @@ pub fn decide(decider: &Decider, req: Request<'_>, remote: Option<Remote>) -> De
     let record = DecisionRecord {
         log_version: LOG_VERSION,
         ts: iso_from_ms(req.now_ms),
-        decision_id: req.decision_id,
+        decision_id,
         request_id: req.request_id.map(|r| clip_to(r, ECHO_BYTES)),
         endpoint: req.endpoint,
         state: req.state,

@@ -1,7 +1,7 @@
 //! Writing records: one JSON line each, `{"event":"decision",…}` or `{"event":"outcome",…}`,
 //! a decision line at most [`MAX_LINE_BYTES`].
 
-use super::{DecisionRecord, OutcomeRecord, Record};
+use super::{DecisionRecord, OutcomeRecord, Record, RolloutRecord};
 
 /// Longest decision line the Worker writes, in bytes: log pipelines (Workers Logs, Logpush
 /// destinations) bill and cap by line, and a learner reads millions of them.
@@ -183,6 +183,13 @@ impl OutcomeRecord {
     }
 }
 
+impl RolloutRecord {
+    /// The record as its log line, `{"event":"rollout",…}`.
+    pub fn to_line(&self) -> String {
+        Record::Rollout(self.clone()).to_line()
+    }
+}
+
 impl Record {
     /// The record as its log line (a decision through [`DecisionRecord::to_line`]).
     pub fn to_line(&self) -> String {
@@ -190,6 +197,10 @@ impl Record {
             Record::Decision(d) => d.to_line(),
             // Short and fixed: no free text to cut. Serialising one cannot fail (no maps).
             Record::Outcome(_) => serde_json::to_string(self).unwrap_or_else(|_| "{}".into()),
+            // Its text is clipped when made; the statistics are numbers.
+            Record::Rollout(_) => {
+                drop_null_members(&serde_json::to_string(self).unwrap_or_else(|_| "{}".into()))
+            }
         }
     }
 }

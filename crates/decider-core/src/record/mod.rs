@@ -21,8 +21,10 @@ pub use read::{id_key, Found, ReadStats, Reader, SkipReason, Skipped};
 
 use crate::actions::Action;
 use crate::policy::{FallbackReason, ProbabilityMap, Shadow, Source};
-use crate::rollout::Arm;
+use crate::rollout::sequential::Comparison;
+use crate::rollout::{Arm, Change, Setting, Why};
 use crate::state::State;
+use crate::time::iso_from_ms;
 use serde::Serialize;
 use std::ops::RangeInclusive;
 
@@ -39,6 +41,8 @@ pub enum Record {
     Decision(DecisionRecord),
     /// An outcome reported for a decision by a `/v1/decide` caller.
     Outcome(OutcomeRecord),
+    /// A change of the rollout's setting, made by the judge on a cron run.
+    Rollout(RolloutRecord),
 }
 
 /// Which endpoint decided.
@@ -251,6 +255,52 @@ pub struct OutcomeRecord {
     pub status: Option<u16>,
     /// The latency the caller observed, ms.
     pub latency_ms: Option<f64>,
+}
+
+/// A change of the rollout's setting (the `rollout` event): the judge's step on a cron run
+/// that ramped the challenger, rolled it back or switched to rules.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RolloutRecord {
+    /// [`LOG_VERSION`].
+    pub log_version: u32,
+    /// When the judge made the change.
+    pub ts: String,
+    /// The challenger model the rollout is about.
+    pub challenger_version: Option<String>,
+    /// The setting before: the challenger's percent of routing keys, or `"rules"`.
+    pub from: Setting,
+    /// The setting after.
+    pub to: Setting,
+    /// Why.
+    pub why: Why,
+    /// One sentence for people.
+    pub text: String,
+    /// When the step that ended began.
+    pub step_since: Option<String>,
+    /// The comparison that decided (means, confidence sequence, outcomes, α).
+    pub statistics: Option<Comparison>,
+}
+
+impl RolloutRecord {
+    /// The record of a change the judge made about `challenger_version`.
+    pub fn of_change(change: &Change, challenger_version: Option<&str>) -> RolloutRecord {
+        RolloutRecord {
+            log_version: LOG_VERSION,
+            ts: iso_from_ms(change.at_ms as f64),
+            challenger_version: challenger_version.map(|v| clip_to(v, ECHO_BYTES)),
+            from: change.from,
+            to: change.to,
+            why: change.why,
+            text: clip_to(&change.text, TEXT_BYTES * 2),
+            step_since: Some(iso_from_ms(change.step_since_ms as f64)),
+            statistics: Some(change.statistics),
+        }
+    }
+
+    /// Whether this change made the challenger the effective champion (100%).
+    pub fn promotes(&self) -> bool {
+        self.why == Why::Better && self.to == Setting::Share(100)
+    }
 }
 
 /// Longest `decision_id` a record may carry (the Worker's are 36 characters).

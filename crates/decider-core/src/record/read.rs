@@ -18,13 +18,15 @@
 //! array of them).
 
 use super::{
-    valid_decision_id, Attempt, DecisionRecord, Endpoint, ErrorKind, OutcomeRecord, Record,
-    RequestInfo, RouteOutcome, CALLER_STATUS, LOG_VERSION, MAX_ID_LEN, ORIGIN_STATUS,
+    clip_to, valid_decision_id, Attempt, DecisionRecord, Endpoint, ErrorKind, OutcomeRecord,
+    Record, RequestInfo, RolloutRecord, RouteOutcome, CALLER_STATUS, ECHO_BYTES, LOG_VERSION,
+    MAX_ID_LEN, ORIGIN_STATUS, TEXT_BYTES,
 };
 use crate::actions::Action;
 use crate::json::{parse_text, short, FieldError, Fields, Nulls};
 use crate::policy::{FallbackReason, ProbabilityMap, Shadow, Source};
-use crate::rollout::Arm;
+use crate::rollout::sequential::Comparison;
+use crate::rollout::{Arm, Setting, Why};
 use crate::state::State;
 use crate::time::parse_iso_ms;
 use serde::Deserialize;
@@ -101,13 +103,13 @@ fn outcome(f: &Fields<'_>, ts: String) -> Result<OutcomeRecord, FieldError> {
 }
 
 impl Record {
-    /// Whether a JSON value claims to be a record: an object with an `event` of `decision`
-    /// or `outcome` and a `log_version`. It is then a good record or a bad one.
+    /// Whether a JSON value claims to be a record: an object with an `event` of `decision`,
+    /// `outcome` or `rollout` and a `log_version`. It is then a good record or a bad one.
     pub fn claimed(v: &Value) -> bool {
         v.get("log_version").is_some()
             && matches!(
                 v.get("event").and_then(Value::as_str),
-                Some("decision" | "outcome")
+                Some("decision" | "outcome" | "rollout")
             )
     }
 
@@ -149,13 +151,64 @@ impl Record {
         match f.require(f.str("event")?, "event")? {
             "outcome" => Ok(Record::Outcome(outcome(&f, ts)?)),
             "decision" => Ok(Record::Decision(decision(&f, ts)?)),
+            "rollout" => Ok(Record::Rollout(rollout(&f, ts)?)),
             other => Err(FieldError::OutOfRange {
                 field: "event".into(),
-                range: "decision or outcome",
+                range: "decision, outcome or rollout",
                 got: short(&Value::String(other.chars().take(64).collect())),
             }),
         }
     }
+}
+
+const SETTING_SHAPE: &str = "a percent 0..=100 or \"rules\"";
+const WHY_NAMES: &str = "one of better, worse, rules_beat_model";
+
+/// A rollout setting: a percent or `"rules"`.
+fn setting(f: &Fields<'_>, field: &str) -> Result<Setting, FieldError> {
+    let v = f.require(f.get(field), field)?;
+    Setting::deserialize(v).map_err(|_| FieldError::OutOfRange {
+        field: f.path(field),
+        range: SETTING_SHAPE,
+        got: short(v),
+    })
+}
+
+fn rollout(f: &Fields<'_>, ts: String) -> Result<RolloutRecord, FieldError> {
+    let from = setting(f, "from")?;
+    let to = setting(f, "to")?;
+    let why = f.require(f.name("why", WHY_NAMES, Why::parse_name)?, "why")?;
+    let step_since = f.str("step_since")?;
+    if let Some(t) = step_since.filter(|t| parse_iso_ms(t).is_err()) {
+        return Err(FieldError::OutOfRange {
+            field: "step_since".into(),
+            range: TIME_SHAPE,
+            got: short(&Value::String(t.chars().take(64).collect())),
+        });
+    }
+    let statistics = match f.get("statistics") {
+        None => None,
+        Some(v) => Some(
+            Comparison::deserialize(v).map_err(|e| FieldError::WrongType {
+                field: "statistics".into(),
+                expected: "the judge's comparison (treatment, baseline, lo, hi, alpha, verdict)",
+                got: clip_to(&e.to_string(), 120),
+            })?,
+        ),
+    };
+    Ok(RolloutRecord {
+        log_version: LOG_VERSION,
+        ts,
+        challenger_version: f.str("challenger_version")?.map(|v| clip_to(v, ECHO_BYTES)),
+        from,
+        to,
+        why,
+        text: f
+            .str("text")?
+            .map_or_else(String::new, |t| clip_to(t, 2 * TEXT_BYTES)),
+        step_since: step_since.map(str::to_owned),
+        statistics,
+    })
 }
 
 fn decision(f: &Fields<'_>, ts: String) -> Result<DecisionRecord, FieldError> {
@@ -404,6 +457,8 @@ pub struct ReadStats {
     pub decisions: u64,
     /// Outcome records handed on.
     pub outcomes: u64,
+    /// Rollout records handed on.
+    pub rollouts: u64,
     /// What yielded no record, by reason: units (a line, or one JSON value when a value
     /// spans several lines), and single records inside a unit (a bad record, a duplicate
     /// outcome).
@@ -530,7 +585,7 @@ impl Reader {
             self.skip(
                 SkipReason::NotARecord,
                 at,
-                "no decision or outcome record in this JSON value",
+                "no decision, outcome or rollout record in this JSON value",
             );
         }
     }
@@ -617,6 +672,7 @@ impl Reader {
                 match r {
                     Record::Decision(_) => self.stats.decisions += 1,
                     Record::Outcome(_) => self.stats.outcomes += 1,
+                    Record::Rollout(_) => self.stats.rollouts += 1,
                 }
                 visit(r);
             }

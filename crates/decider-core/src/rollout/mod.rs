@@ -31,7 +31,7 @@ pub mod tally;
 mod sim;
 
 pub use alarm::{fallback_alarm, FallbackAlarm};
-pub use arm::{arm, canary_bucket, in_canary, Arm, CanaryKey};
+pub use arm::{arm, canary_bucket, decision_tag, in_canary, tag_decision_id, Arm, CanaryKey};
 pub use policy::Policy;
 pub use sequential::{compare, confidence_sequence, Comparison, Sample, Verdict};
 pub use state::{judge, Alarm, AlarmKind, Change, Phase, RolloutState, Setting, Why};

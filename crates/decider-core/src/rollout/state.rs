@@ -133,6 +133,25 @@ pub enum Why {
     RulesBeatModel,
 }
 
+impl Why {
+    /// Every reason, in wire order.
+    pub const ALL: [Why; 3] = [Why::Better, Why::Worse, Why::RulesBeatModel];
+
+    /// Wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Why::Better => "better",
+            Why::Worse => "worse",
+            Why::RulesBeatModel => "rules_beat_model",
+        }
+    }
+
+    /// The reason of a wire name.
+    pub fn parse_name(s: &str) -> Option<Why> {
+        Why::ALL.into_iter().find(|w| w.name() == s)
+    }
+}
+
 /// One change of setting: the `rollout` log event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Change {
