@@ -29,6 +29,11 @@ fn read_with(opts: ReadOptions, bytes: &[u8]) -> (Vec<(String, String, String)>,
                     o.decision_id,
                     format!("{:?} {:?} {:?}", o.reward, o.status, o.latency_ms),
                 ),
+                Record::Rollout(r) => (
+                    "rollout".to_owned(),
+                    String::new(),
+                    format!("{} -> {} {}", r.from, r.to, r.why.name()),
+                ),
             })
         })
         .unwrap();

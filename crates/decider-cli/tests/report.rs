@@ -359,3 +359,82 @@ fn every_source_format_gives_the_same_report() {
         }
     }
 }
+
+/// A `rollout` line as the judge writes it.
+fn rollout_line(ts: &str, from: &str, to: &str, why: &str) -> String {
+    format!(
+        r#"{{"event":"rollout","log_version":1,"ts":"{ts}","challenger_version":"gbdt-new","from":{from},"to":{to},"why":"{why}","text":"judged"}}"#
+    )
+}
+
+#[test]
+fn the_rollout_verdict_follows_the_last_change() {
+    let mut lines = arm_lines("c", "champion", 20, 18);
+    let (action, _) = verdict(&lines, "rollout");
+    assert_eq!(action, "no rollout records");
+    // Read out of order: the latest change decides.
+    lines.push(rollout_line(
+        "2026-12-02T12:00:00.000Z",
+        "50",
+        "100",
+        "better",
+    ));
+    lines.push(rollout_line(
+        "2026-12-02T10:00:00.000Z",
+        "5",
+        "20",
+        "better",
+    ));
+    lines.push(rollout_line(
+        "2026-12-02T11:00:00.000Z",
+        "20",
+        "50",
+        "better",
+    ));
+    let (action, text) = verdict(&lines, "rollout");
+    assert_eq!(action, "ship the challenger", "{text}");
+    assert!(
+        text.contains("gbdt-new") && text.contains("effective champion"),
+        "{text}"
+    );
+    assert!(text.contains("model/decision-model.json"), "{text}");
+    let r = report(&lines);
+    assert_eq!(
+        r["verdicts"][3]["evidence"]["changes"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    assert!(r["verdict"]
+        .as_str()
+        .unwrap()
+        .ends_with("rollout: ship the challenger"));
+
+    let mut back = arm_lines("c", "champion", 20, 18);
+    back.push(rollout_line(
+        "2026-12-02T10:00:00.000Z",
+        "5",
+        "20",
+        "better",
+    ));
+    back.push(rollout_line("2026-12-02T10:30:00.000Z", "20", "0", "worse"));
+    assert_eq!(verdict(&back, "rollout").0, "rolled back");
+    back.push(rollout_line(
+        "2026-12-02T11:00:00.000Z",
+        "0",
+        "\"rules\"",
+        "rules_beat_model",
+    ));
+    assert_eq!(verdict(&back, "rollout").0, "switched to rules");
+    let mut ramp = arm_lines("c", "champion", 20, 18);
+    ramp.push(rollout_line(
+        "2026-12-02T10:00:00.000Z",
+        "5",
+        "20",
+        "better",
+    ));
+    let (action, text) = verdict(&ramp, "rollout");
+    assert_eq!(action, "ramping");
+    assert!(text.contains("at 20%"), "{text}");
+}

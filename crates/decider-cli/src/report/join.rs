@@ -10,6 +10,7 @@ use super::stats::GroupStats;
 use super::timeline::{Timeline, REASONS};
 use crate::logs::{parse_iso_ms, Arm, Endpoint, Record};
 pub use decider_core::record::id_key;
+use decider_core::record::RolloutRecord;
 use decider_core::rollout::alarm::reason_index;
 use decider_core::rollout::Observation;
 use decider_core::{Action, FallbackReason, Source};
@@ -95,7 +96,11 @@ pub struct Join {
     outcome_lines: u64,
     timeline: Timeline,
     holdout: u64,
+    rollouts: Vec<RolloutRecord>,
 }
+
+/// Most `rollout` records a report keeps (the judge keeps a history of 50 per rollout).
+pub const MAX_ROLLOUTS: usize = 1_000;
 
 /// Everything the report prints, before verdicts.
 #[derive(Debug, Clone, Default)]
@@ -130,6 +135,8 @@ pub struct Aggregates {
     pub holdout: u64,
     /// Fallbacks over time.
     pub timeline: Option<Timeline>,
+    /// The rollout's changes (`rollout` records), oldest first, at most [`MAX_ROLLOUTS`].
+    pub rollouts: Vec<RolloutRecord>,
 }
 
 impl Join {
@@ -144,6 +151,7 @@ impl Join {
             outcome_lines: 0,
             timeline: Timeline::new(bucket_ms),
             holdout: 0,
+            rollouts: Vec::new(),
         }
     }
 
@@ -225,6 +233,12 @@ impl Join {
                 p.reward = o.reward.map_or(f32::NAN, |r| r as f32);
                 p.status = o.status.unwrap_or(0);
                 p.latency_ms = o.latency_ms.map_or(f32::NAN, |l| l as f32);
+                false
+            }
+            Record::Rollout(r) => {
+                if self.rollouts.len() < MAX_ROLLOUTS {
+                    self.rollouts.push(r.clone());
+                }
                 false
             }
         }
@@ -351,6 +365,12 @@ impl Join {
             fallback_by_reason,
             holdout: self.holdout,
             timeline: Some(self.timeline),
+            rollouts: {
+                let mut r = self.rollouts;
+                // ISO times with milliseconds sort as text; the sort is stable.
+                r.sort_by(|a, b| a.ts.cmp(&b.ts));
+                r
+            },
         }
     }
 }

@@ -23,7 +23,7 @@ use decider_core::rollout::alarm::median;
 /// Buckets at the end of the run compared with the rest, and the fewest non-empty buckets
 /// for the fallback alarm to be judged.
 pub use decider_core::rollout::alarm::{MIN_BUCKETS, RECENT};
-use decider_core::rollout::{fallback_alarm as detect, FallbackAlarm};
+use decider_core::rollout::{fallback_alarm as detect, FallbackAlarm, Why};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -298,16 +298,82 @@ pub fn fallback_alarm(buckets: &[Bucket]) -> Verdict {
     }
 }
 
+/// Where the automatic rollout stands, from the judge's `rollout` records: the last change
+/// says it (100% → ship the challenger; a rollback; a switch to rules; a step up).
+pub fn rollout(agg: &Aggregates) -> Verdict {
+    let history: Vec<Value> = agg
+        .rollouts
+        .iter()
+        .map(|r| json!({"ts": r.ts, "challenger_version": r.challenger_version, "from": r.from, "to": r.to, "why": r.why.name()}))
+        .collect();
+    let Some(last) = agg.rollouts.last() else {
+        return Verdict {
+            kind: "rollout",
+            action: "no rollout records".into(),
+            text: "rollout: no `rollout` records in these logs (the judge logs one on every change of the challenger's share)".into(),
+            evidence: json!({"changes": history}),
+        };
+    };
+    let version = last.challenger_version.as_deref().unwrap_or("(unnamed)");
+    let evidence = json!({
+        "changes": history, "challenger_version": last.challenger_version,
+        "setting": last.to, "since": last.ts, "statistics": last.statistics,
+    });
+    let (action, text) = if last.promotes() {
+        (
+            "ship the challenger",
+            format!(
+                "rollout: challenger {version} reached 100% on {}: it is the effective champion; ship it (copy its artifact to model/decision-model.json and deploy). {}",
+                last.ts, last.text
+            ),
+        )
+    } else {
+        match last.why {
+            Why::Worse => (
+                "rolled back",
+                format!(
+                    "rollout: challenger {version} rolled back to 0% on {}: {}",
+                    last.ts, last.text
+                ),
+            ),
+            Why::RulesBeatModel => (
+                "switched to rules",
+                format!(
+                    "rollout: every decision on rules since {}: {}",
+                    last.ts, last.text
+                ),
+            ),
+            Why::Better => (
+                "ramping",
+                format!(
+                    "rollout: challenger {version} at {} since {} ({} changes): {}",
+                    last.to,
+                    last.ts,
+                    agg.rollouts.len(),
+                    last.text
+                ),
+            ),
+        }
+    };
+    Verdict {
+        kind: "rollout",
+        action: action.into(),
+        text,
+        evidence,
+    }
+}
+
 /// All verdicts, in report order, and the one-line summary.
 pub fn verdicts(agg: &Aggregates, buckets: &[Bucket]) -> (String, Vec<Verdict>) {
     let v = vec![
         model_vs_rules(agg),
         champion_vs_challenger(agg),
         fallback_alarm(buckets),
+        rollout(agg),
     ];
     let summary = format!(
-        "model vs rules: {}; challenger: {}; fallback: {}",
-        v[0].action, v[1].action, v[2].action
+        "model vs rules: {}; challenger: {}; fallback: {}; rollout: {}",
+        v[0].action, v[1].action, v[2].action, v[3].action
     );
     (summary, v)
 }
