@@ -10,14 +10,14 @@ use decider_core::failover::Failover;
 use decider_core::monitor::Params as MonitorParams;
 use decider_core::regions::Regions;
 use decider_core::request_types::RequestTypes;
-use decider_core::rollout::CanaryKey;
+use decider_core::rollout::{policy, CanaryKey, SuccessRule};
 use decider_core::{Action, Explore, Params, RuleTable, Threshold, ACTIONS, DEFAULT_RULES_JSON};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 mod kinds;
 mod parse;
-pub use kinds::{BackendKind, RulesSource, Secret};
+pub use kinds::{BackendKind, RolloutSettings, RulesSource, Secret};
 pub use parse::parse_origin;
 use parse::{flag, int, parse_url};
 
@@ -74,6 +74,8 @@ pub struct Config {
     pub challenger_percent: u8,
     /// What the canary bucket is computed from (`CANARY_KEY`).
     pub canary_key: CanaryKey,
+    /// The automatic rollout (`ROLLOUT_*`).
+    pub rollout: RolloutSettings,
     /// The monitor's metrics document (`SIGNALS_URL`).
     pub signals_url: Option<String>,
     /// The path the monitor probes on every origin (`HEALTH_PATH`).
@@ -116,6 +118,7 @@ impl Default for Config {
             canary_percent: 100,
             challenger_percent: 0,
             canary_key: CanaryKey::ClientIp,
+            rollout: RolloutSettings::default(),
             signals_url: None,
             health_path: None,
             monitor_timeout_ms: 2_000,
@@ -313,9 +316,57 @@ pub const VARS: &[Var] = &[
         parse: |s, c| int(s, 0, 100).map(|v| c.canary_percent = v as u8),
         value: |c| json!(c.canary_percent) },
     var! { "CHALLENGER_PERCENT", "0", Public,
-        "share of routing keys the embedded challenger model (`model/challenger.json`) serves instead of the champion, 0..=100, taken from the canary share by the same sticky buckets",
+        "share of routing keys the embedded challenger model (`model/challenger.json`) serves instead of the champion, 0..=100, taken from the canary share by the same sticky buckets; with the `ROLLOUT` binding and `ROLLOUT_AUTO` the judge sets the share instead",
         parse: |s, c| int(s, 0, 100).map(|v| c.challenger_percent = v as u8),
         value: |c| json!(c.challenger_percent) },
+    var! { "ROLLOUT_STEPS", "5,20,50,100", Public,
+        "the challenger's shares, in percent of routing keys, step by step; the last (100) promotes it",
+        parse: |s, c| policy::parse_steps(s).map(|v| c.rollout.policy.steps = v),
+        value: |c| json!(c.rollout.policy.steps.as_slice()) },
+    var! { "ROLLOUT_MIN_OUTCOMES", "200", Public,
+        "outcomes the challenger and the champion each need on a step before it may advance (a rollback needs none), 1..=100000000",
+        parse: |s, c| policy::parse_min_outcomes(s).map(|v| c.rollout.policy.min_outcomes = v),
+        value: |c| json!(c.rollout.policy.min_outcomes) },
+    var! { "ROLLOUT_MAX_LOSS", "0", Public,
+        "largest tolerated loss of mean reward before a rollback, in [0, 1] (0.01: one point of success rate)",
+        parse: |s, c| policy::parse_max_loss(s).map(|v| c.rollout.policy.max_loss = v),
+        value: |c| json!(c.rollout.policy.max_loss) },
+    var! { "ROLLOUT_ALPHA", "0.05", Public,
+        "the judge's error rate over the whole rollout, every step and every look included, in [0.000001, 0.5]",
+        parse: |s, c| policy::parse_alpha(s).map(|v| c.rollout.policy.alpha = v),
+        value: |c| json!(c.rollout.policy.alpha) },
+    var! { "ROLLOUT_AUTO", "true", Public,
+        "the judge ramps and rolls back by itself; `false`: it only reports (logs, `/v1/health`) and `CHALLENGER_PERCENT` applies",
+        parse: |s, c| flag(s).map(|v| c.rollout.policy.auto = v),
+        value: |c| json!(c.rollout.policy.auto) },
+    var! { "ROLLOUT_RULES_SWITCH", "false", Public,
+        "when the holdout arm shows rules beating the model, send every decision to rules (otherwise only the alarm)",
+        parse: |s, c| flag(s).map(|v| c.rollout.policy.rules_switch = v),
+        value: |c| json!(c.rollout.policy.rules_switch) },
+    var! { "ROLLOUT_SLO_MS", "—", Public,
+        "an outcome slower than this is a failure, 1..=600000 ms; unset: status < 500 is success",
+        parse: |s, c| {
+            let slo = int(s, 1, 600_000)?;
+            c.rollout.success = SuccessRule::new(Some(f64::from(slo)), 0.0)?;
+            Ok(())
+        },
+        value: |c| json!(c.rollout.success.slo_ms) },
+    var! { "ROLLOUT_FLUSH_S", "10", Public,
+        "an isolate sends its counts to the `ROLLOUT` object at least this often, 1..=3600 s",
+        parse: |s, c| int(s, 1, 3_600).map(|v| c.rollout.flush_s = v),
+        value: |c| json!(c.rollout.flush_s) },
+    var! { "ROLLOUT_FLUSH_OUTCOMES", "500", Public,
+        "…or once it has counted this many outcomes, 1..=100000",
+        parse: |s, c| int(s, 1, 100_000).map(|v| c.rollout.flush_outcomes = v),
+        value: |c| json!(c.rollout.flush_outcomes) },
+    var! { "ROLLOUT_CACHE_S", "30", Public,
+        "an isolate reuses the challenger's share read from the `ROLLOUT` object this long, 1..=3600 s",
+        parse: |s, c| int(s, 1, 3_600).map(|v| c.rollout.cache_s = v),
+        value: |c| json!(c.rollout.cache_s) },
+    var! { "ROLLOUT_WINDOW_S", "60", Public,
+        "width of the `ROLLOUT` object's count windows; the judge counts a window once it has ended, 1..=3600 s",
+        parse: |s, c| int(s, 1, 3_600).map(|v| c.rollout.window_s = v),
+        value: |c| json!(c.rollout.window_s) },
     var! { "CANARY_KEY", "ip", Admin,
         "`ip` (`cf-connecting-ip`) or `header:<name>`",
         parse: |s, c| CanaryKey::parse(s).map(|k| c.canary_key = k),

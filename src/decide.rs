@@ -29,7 +29,9 @@ pub struct Context {
 
 /// Writes a decision's record to the log and, when bound, a data point to Analytics Engine.
 pub fn log(iso: &Isolate, decided: &Decided) {
-    log::write(&decided.record.to_line());
+    let r = &decided.record;
+    crate::rollout::count_decision(iso, r.arm, r.source, r.fallback_reason);
+    log::write(&r.to_line());
     if let Some(dataset) = &iso.analytics {
         crate::analytics::write(dataset, &decided.decision);
     }
@@ -72,12 +74,18 @@ pub async fn handle(req: &mut worker::Request, iso: &Isolate) -> Result<Response
     let state = State::from_body(&bytes, clock::utc_hour())?;
     let headers = req.headers();
     let key = headers.get(iso.cfg.canary_key.header()).ok().flatten();
+    let arm = crate::rollout::arm(iso, key.as_deref().unwrap_or_default(), false);
     let ctx = Context {
         endpoint: Endpoint::Decide,
-        arm: iso.arm(key.as_deref().unwrap_or_default(), false),
+        arm,
         request_id: headers.get("cf-ray").ok().flatten(),
     };
-    let decided = decide(iso, &state, Gates::default(), ctx).await;
+    // Held out only when the judge switched every decision to rules.
+    let gates = Gates {
+        holdout: arm == Arm::Holdout,
+        ..Gates::default()
+    };
+    let decided = decide(iso, &state, gates, ctx).await;
     log(iso, &decided);
     let resp = http::json_text(200, decided.answer()).map_err(|_| ApiError::internal())?;
     http::set_decision_headers(

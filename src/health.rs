@@ -9,6 +9,7 @@ use crate::config::{BackendKind, Config};
 use crate::isolate::Isolate;
 use crate::signals::Current;
 use decider_core::monitor::Stored;
+use decider_core::rollout::Setting;
 use decider_core::{ModelSource, ACTIONS, ENCODER_VERSION};
 use serde_json::{json, Value};
 
@@ -26,6 +27,7 @@ pub fn public(iso: &Isolate) -> Value {
         "rules": {"version": d.rules().map(|r| r.version())},
         "threshold": d.threshold().0,
         "explore_percent": iso.cfg.params.explore.probability() * 100.0,
+        "rollout": crate::rollout::public(iso),
     })
 }
 
@@ -111,7 +113,10 @@ pub fn report(
             "version": c.model_version(),
             "error": error,
             "threshold": c.threshold().0,
-            "percent": cfg.challenger_percent,
+            "percent": match crate::rollout::setting(iso) {
+                Setting::Share(p) => p,
+                Setting::Rules => 0,
+            },
         });
     }
     if cfg.backend == BackendKind::WorkersAi {
@@ -164,6 +169,7 @@ mod tests {
             challenger: None,
             ai: None,
             analytics: None,
+            rollout: None,
         }
     }
 

@@ -33,9 +33,9 @@ pub fn check_json_content_type(content_type: Option<&str>) -> Result<(), ApiErro
 ///
 /// # Errors
 /// 413 when the declared length is over the limit.
-pub fn check_declared_length(content_length: Option<&str>) -> Result<(), ApiError> {
+pub fn check_declared_length(content_length: Option<&str>, max: usize) -> Result<(), ApiError> {
     match content_length.and_then(|v| v.trim().parse::<u64>().ok()) {
-        Some(n) if n > MAX_BODY_BYTES as u64 => Err(ApiError::payload_too_large(MAX_BODY_BYTES)),
+        Some(n) if n > max as u64 => Err(ApiError::payload_too_large(max)),
         _ => Ok(()),
     }
 }
@@ -54,15 +54,23 @@ pub fn check_declared_length(content_length: Option<&str>) -> Result<(), ApiErro
 /// # Errors
 /// 415, 413, or 400 when the stream fails.
 pub async fn read_json_body(req: &mut Request) -> Result<Vec<u8>, ApiError> {
+    read_json_body_up_to(req, MAX_BODY_BYTES).await
+}
+
+/// [`read_json_body`] with another limit (the rollout store's flush batches).
+///
+/// # Errors
+/// 415, 413, or 400 when the stream fails.
+pub async fn read_json_body_up_to(req: &mut Request, max: usize) -> Result<Vec<u8>, ApiError> {
     let headers = req.headers();
     check_json_content_type(headers.get("content-type").ok().flatten().as_deref())?;
     let declared = headers.get("content-length").ok().flatten();
-    check_declared_length(declared.as_deref())?;
-    let read = read_bounded(req.inner(), MAX_BODY_BYTES as u32, declared.is_some())
-        .map_err(|_| unreadable())?;
+    check_declared_length(declared.as_deref(), max)?;
+    let read =
+        read_bounded(req.inner(), max as u32, declared.is_some()).map_err(|_| unreadable())?;
     let body = JsFuture::from(read).await.map_err(|_| unreadable())?;
     if body.is_null() {
-        return Err(ApiError::payload_too_large(MAX_BODY_BYTES));
+        return Err(ApiError::payload_too_large(max));
     }
     Ok(js_sys::Uint8Array::new(&body).to_vec())
 }
@@ -196,14 +204,16 @@ mod tests {
 
     #[test]
     fn declared_length() {
-        assert!(check_declared_length(None).is_ok());
-        assert!(check_declared_length(Some("16384")).is_ok());
+        assert!(check_declared_length(None, MAX_BODY_BYTES).is_ok());
+        assert!(check_declared_length(Some("16384"), MAX_BODY_BYTES).is_ok());
         assert_eq!(
-            check_declared_length(Some("16385")).unwrap_err().status,
+            check_declared_length(Some("16385"), MAX_BODY_BYTES)
+                .unwrap_err()
+                .status,
             413
         );
         assert!(
-            check_declared_length(Some("garbage")).is_ok(),
+            check_declared_length(Some("garbage"), MAX_BODY_BYTES).is_ok(),
             "the read limit still applies"
         );
     }

@@ -7,7 +7,7 @@
 
 use crate::config::{BackendKind, Config, Secret};
 use crate::log;
-use decider_core::rollout::{self, Arm};
+use decider_core::rollout::Arm;
 use decider_core::{Decider, Model, ModelSource};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -64,6 +64,21 @@ pub struct Isolate {
     pub ai: Option<worker::Ai>,
     /// The Analytics Engine dataset, when bound.
     pub analytics: Option<worker::AnalyticsEngineDataset>,
+    /// The rollout store (`ROLLOUT` Durable Object namespace), when bound: live counts are
+    /// kept and flushed, and the judge sets the challenger's share.
+    pub rollout: Option<worker::ObjectNamespace>,
+}
+
+/// The binding of the rollout store.
+pub const ROLLOUT_BINDING: &str = "ROLLOUT";
+
+/// The version of the challenger model that serves, when one does: an embedded challenger
+/// that loaded, with the embedded backend.
+pub fn challenger_version(cfg: &Config) -> Option<String> {
+    match (cfg.backend, challenger()) {
+        (BackendKind::Embedded, Some(Ok(m))) => Some(m.version().to_owned()),
+        _ => None,
+    }
 }
 
 impl Isolate {
@@ -112,6 +127,7 @@ impl Isolate {
             challenger,
             ai,
             analytics: crate::analytics::dataset(env),
+            rollout: env.durable_object(ROLLOUT_BINDING).ok(),
         }
     }
 
@@ -122,22 +138,6 @@ impl Isolate {
             (Arm::Challenger, Some(c)) => c,
             _ => &self.decider,
         }
-    }
-
-    /// The rollout arm of a request with routing key `key`; `/v1/decide` (`holdout_applies`
-    /// false) is never held out.
-    pub fn arm(&self, key: &str, holdout_applies: bool) -> Arm {
-        let canary = if holdout_applies {
-            self.cfg.canary_percent
-        } else {
-            100
-        };
-        let challenger = if self.challenger.is_some() {
-            self.cfg.challenger_percent
-        } else {
-            0
-        };
-        rollout::arm(key, canary, challenger)
     }
 
     /// Whether an `Authorization: Bearer …` header carries the admin token.
@@ -193,7 +193,7 @@ fn log_config_errors(cfg: &Config) {
 
 /// A variable's value as text: strings as they are, other JSON values (a TOML table in
 /// `[vars]`, a number) serialised.
-fn raw_var(env: &Env, name: &str) -> Option<String> {
+pub fn raw_var(env: &Env, name: &str) -> Option<String> {
     let v = js_sys::Reflect::get(env, &JsValue::from_str(name)).ok()?;
     if v.is_undefined() || v.is_null() {
         return None;

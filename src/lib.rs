@@ -14,6 +14,8 @@
 //!   request body on its way to an origin, KV signals and the admin endpoint.
 //! - [`outcome`]: `POST /v1/outcome`, outcomes reported by `/v1/decide` callers.
 //! - [`monitor`]: the scheduled origin monitor (probes, metrics, down origins).
+//! - [`rollout`], [`rollout_store`]: rollouts that run themselves — the arm of a request,
+//!   live counts flushed to the `ROLLOUT` Durable Object, the judge on the Cron Trigger.
 //! - [`health`]: the `/v1/health` document.
 //! - [`http`], [`error`]: bounded body reads, JSON responses, the one mapping from errors to
 //!   HTTP statuses.
@@ -46,6 +48,8 @@ pub mod log;
 pub mod monitor;
 pub mod outcome;
 pub mod proxy;
+pub mod rollout;
+pub mod rollout_store;
 pub mod route;
 pub mod signals;
 pub mod upload;
@@ -68,9 +72,11 @@ fn start() {
 /// Every request. Client errors are answered with their status; an internal failure is
 /// logged and answered 500 `internal`.
 #[event(fetch)]
-async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
+async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<Response> {
     let iso = isolate::get(&env);
-    match route(req, &env, &iso).await {
+    let answered = route(req, &env, &iso).await;
+    rollout::after_request(&iso, &ctx);
+    match answered {
         Ok(resp) => Ok(resp),
         Err(e) => {
             log::event(
@@ -82,11 +88,16 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response
     }
 }
 
-/// Every Cron Trigger: one run of the origin monitor (`docs/monitors.md`).
+/// Every Cron Trigger: one run of the origin monitor (`docs/monitors.md`) and, with the
+/// `ROLLOUT` binding, one run of the rollout judge.
 #[event(scheduled)]
 async fn scheduled(event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
     let iso = isolate::get(&env);
-    monitor::run(&env, &iso.cfg, event.schedule()).await;
+    futures_util::future::join(
+        monitor::run(&env, &iso.cfg, event.schedule()),
+        rollout::judge(&iso),
+    )
+    .await;
 }
 
 /// Whether a path is in the API's `/v1` namespace (any case: `/V1/DECIDE` must not be
@@ -138,10 +149,15 @@ async fn route(mut req: Request, env: &Env, iso: &Isolate) -> worker::Result<Res
 async fn health(req: &Request, env: &Env, iso: &Isolate) -> Result<Response, ApiError> {
     let authorization = req.headers().get("authorization").ok().flatten();
     let report = if iso.is_admin(authorization.as_deref()) {
-        let (current, monitor) =
-            futures_util::future::join(signals::current(env, &iso.cfg), monitor::read_state(env))
-                .await;
-        health::report(iso, &current, &monitor, clock::now_ms())
+        let (current, monitor, rollout) = futures_util::future::join3(
+            signals::current(env, &iso.cfg),
+            monitor::read_state(env),
+            rollout::report(iso),
+        )
+        .await;
+        let mut report = health::report(iso, &current, &monitor, clock::now_ms());
+        report["rollout"] = rollout;
+        report
     } else {
         health::public(iso)
     };

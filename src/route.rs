@@ -10,7 +10,7 @@ use crate::log;
 use crate::proxy::{self, Forwarded};
 use crate::signals;
 use decider_core::record::{Endpoint, RequestInfo, RouteOutcome};
-use decider_core::rollout::Arm;
+use decider_core::rollout::{Arm, Observation};
 use decider_core::time::hour_from_ms;
 use decider_core::{Action, Gates, State};
 use worker::{Env, Request, Response};
@@ -34,7 +34,7 @@ pub async fn handle(req: Request, env: &Env, iso: &Isolate) -> worker::Result<Re
         .ok()
         .flatten()
         .unwrap_or_default();
-    let arm = iso.arm(&canary_key, true);
+    let arm = crate::rollout::arm(iso, &canary_key, true);
     let holdout = arm == Arm::Holdout;
     let gates = Gates {
         stale_signals: !current.fresh,
@@ -66,6 +66,13 @@ pub async fn handle(req: Request, env: &Env, iso: &Isolate) -> worker::Result<Re
         }
     };
     let record = &mut decided.record;
+    let seen = Observation {
+        reward: None,
+        status: forwarded.outcome.status,
+        latency_ms: forwarded.outcome.latency_ms,
+        rejected: d.action == Action::Reject,
+    };
+    crate::rollout::count_outcome(iso, record.arm, record.source, &seen);
     record.outcome = Some(forwarded.outcome);
     if record.detail.is_none() {
         record.detail = forwarded.detail;

@@ -2,7 +2,8 @@
 // shadow mode, and one Analytics Engine data point per decision.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { EXAMPLE_STATE, ROOT, startOrigin, startWorker } from "./helpers.mjs";
 
@@ -226,5 +227,205 @@ describe("champion/challenger", () => {
       const line = await routed(w, { "x-user": `user-${i}` });
       expect(line.arm).not.toBe("challenger");
     }
+  });
+});
+
+describe("automatic rollout (the ROLLOUT Durable Object)", () => {
+  const CHALLENGER_BUILD = { scriptPath: path.join(ROOT, "build/challenger/index.js") };
+  const STORE = { durableObjects: { ROLLOUT: "Rollout" } };
+  // Small windows, frequent flushes and share reads, so that a test sees several cron runs.
+  const FAST = {
+    CANARY_KEY: "header:x-user",
+    ROLLOUT_WINDOW_S: "1",
+    ROLLOUT_FLUSH_S: "1",
+    ROLLOUT_FLUSH_OUTCOMES: "10",
+    ROLLOUT_CACHE_S: "1",
+    ROLLOUT_MIN_OUTCOMES: "20",
+  };
+
+  /** A rollout store stand-in in its own worker: `fetch` throws, hangs, or answers late. */
+  function brokenStore(kind) {
+    const behave = {
+      throws: `throw new Error("store: boom");`,
+      hangs: `return new Promise(() => {});`,
+      slow: `await new Promise((r) => setTimeout(r, 3000));
+        const path = new URL(request.url).pathname;
+        return Response.json(path === "/setting" ? { setting: 30, phase: "ramping" } : { accepted: true }, { status: path === "/setting" ? 200 : 202 });`,
+    }[kind];
+    return {
+      extra: { durableObjects: { ROLLOUT: { className: "Store", scriptName: `store-${kind}` } } },
+      workers: [{
+        name: `store-${kind}`,
+        modules: true,
+        compatibilityDate: "2026-07-30",
+        script: `export class Store { async fetch(request) { ${behave} } }
+          export default { fetch() { return new Response("store"); } };`,
+        durableObjects: { SELF: "Store" },
+      }],
+    };
+  }
+
+  /** What a client sees of an answer, less what differs by design (ids, the Date, and the
+   * time spent deciding: the Workers clock moves with I/O, not with the store). */
+  async function seen(res) {
+    const headers = [...res.headers].filter(([k]) => !["x-decision-id", "date"].includes(k));
+    let body = await res.text();
+    try {
+      const j = JSON.parse(body);
+      delete j.decision_id;
+      delete j.decision_us;
+      body = j;
+    } catch { /* the origin's or an error's text */ }
+    return { status: res.status, headers, body };
+  }
+
+  test("routing answers identically with the store absent, throwing, hanging or slow, and never waits on it", async () => {
+    const vars = { ...FAST, CHALLENGER_PERCENT: "30", CANARY_PERCENT: "90" };
+    const setups = {
+      absent: { extra: CHALLENGER_BUILD, workers: [] },
+      ...Object.fromEntries(["throws", "hangs", "slow"].map((k) => {
+        const b = brokenStore(k);
+        return [k, { extra: { ...CHALLENGER_BUILD, ...b.extra }, workers: b.workers }];
+      })),
+    };
+    const answers = {};
+    for (const [name, s] of Object.entries(setups)) {
+      const w = await worker(vars, s.extra, s.workers);
+      const got = [];
+      const started = Date.now();
+      for (let i = 0; i < 40; i++) {
+        const user = { "x-user": `user-${i}` };
+        const t0 = Date.now();
+        got.push(await seen(await w.fetch("/page", { cf: US, headers: user })));
+        got.push(await seen(await w.decide({ state: EXAMPLE_STATE }, user)));
+        // No request waits on the store: a hung or 3 s store would show here.
+        expect(Date.now() - t0, `${name} request ${i}`).toBeLessThan(1500);
+        if (i === 20) await new Promise((r) => setTimeout(r, 1100)); // a flush and a share read fall due
+      }
+      answers[name] = got;
+      if (name !== "absent") {
+        // The counts were sent (and lost), the share read failed or came late: said in the log.
+        if (name !== "slow") await w.waitForLog((l) => l.event === "rollout_flush_failed" || l.event === "rollout_read_failed", 6000);
+      }
+      expect(Date.now() - started).toBeLessThan(20_000);
+    }
+    for (const name of ["throws", "hangs", "slow"]) {
+      answers.absent.forEach((a, i) => expect(answers[name][i], `${name}, answer ${i}`).toEqual(a));
+    }
+    expect(new Set(answers.absent.map((a) => a.status))).toEqual(new Set([200]));
+  });
+
+  /**
+   * Drives a rollout: `/v1/decide` calls from fresh users with their outcomes reported
+   * (reward 1 for `good` actions), a cron run after each round, until the share stops
+   * moving or `rounds` pass. Returns the shares seen after each run and the requests sent.
+   */
+  async function drive(w, good, rounds) {
+    const cronWorker = await w.mf.getWorker();
+    const shares = [];
+    let requests = 0;
+    let user = 0;
+    for (let r = 0; r < rounds; r++) {
+      for (let i = 0; i < 250; i++) {
+        const d = await (await w.decide({ state: EXAMPLE_STATE }, { "x-user": `u-${r}-${user++}` })).json();
+        const res = await w.fetch("/v1/outcome", {
+          method: "POST",
+          headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+          body: JSON.stringify({ decision_id: d.decision_id, reward: good.includes(d.action) ? 1 : 0 }),
+        });
+        expect(res.status).toBe(202);
+        requests += 2;
+      }
+      // Let the last window end and the last counts flush (the next request sends them).
+      await new Promise((r) => setTimeout(r, 1100));
+      await (await w.fetch("/v1/health")).arrayBuffer();
+      await new Promise((r) => setTimeout(r, 1100));
+      expect((await cronWorker.scheduled({ cron: "* * * * *" })).outcome).toBe("ok");
+      const h = await (await w.health()).json();
+      shares.push(h.rollout.setting);
+      if (h.rollout.phase !== "ramping") break;
+    }
+    return { shares, requests };
+  }
+
+  test("a better challenger ramps through every step to 100%, each change a rollout record", async () => {
+    // The challenger answers route_b where the champion answers route_a; route_b pays.
+    const w = await worker(FAST, { ...CHALLENGER_BUILD, ...STORE });
+    const before = await (await w.health()).json();
+    expect(before.rollout).toMatchObject({ automatic: true, challenger_version: "challenger-test" });
+    const { shares } = await drive(w, ["route_b"], 30);
+    expect(shares.at(-1)).toBe(100);
+    const changes = w.logs.filter((l) => l.event === "rollout");
+    expect(changes.map((c) => [c.from, c.to, c.why])).toEqual([[5, 20, "better"], [20, 50, "better"], [50, 100, "better"]]);
+    for (const c of changes) {
+      expect(c).toMatchObject({ log_version: 1, challenger_version: "challenger-test" });
+      expect(c.statistics.verdict).toBe("better");
+      expect(c.statistics.treatment.n).toBeGreaterThanOrEqual(20);
+    }
+    const h = await (await w.health()).json();
+    expect(h.rollout).toMatchObject({ phase: "promoted", setting: 100, effective_champion: "challenger-test" });
+    expect(h.rollout.store.state.history.map((c) => c.to)).toEqual([20, 50, 100]);
+    expect(h.challenger.percent).toBe(100);
+    const pub = await (await w.fetch("/v1/health")).json();
+    expect(pub.rollout.effective_champion).toBe("challenger-test");
+    // Every decision now comes from the challenger.
+    for (let i = 0; i < 10; i++) {
+      const d = await (await w.decide({ state: EXAMPLE_STATE }, { "x-user": `after-${i}` })).json();
+      expect(d.model_version).toBe("challenger-test");
+    }
+    // decider report, on the Worker's own log lines, says to ship it.
+    const dir = mkdtempSync(path.join(tmpdir(), "rollout-"));
+    const file = path.join(dir, "worker.log");
+    writeFileSync(file, w.stdoutLines.join("\n") + "\n");
+    const cli = process.env.DECIDER_BIN || path.join(ROOT, "target/debug/decider");
+    const run = spawnSync(cli, ["report", "--json", "--logs", file], { encoding: "utf8" });
+    expect(run.status, run.stderr).toBe(0);
+    const verdict = JSON.parse(run.stdout).verdicts.find((v) => v.kind === "rollout");
+    expect(verdict.action).toBe("ship the challenger");
+  }, 180_000);
+
+  test("a worse challenger is rolled back to 0 at once", async () => {
+    const w = await worker(FAST, { ...CHALLENGER_BUILD, ...STORE });
+    const { shares } = await drive(w, ["route_a"], 10);
+    expect(shares.at(-1)).toBe(0);
+    const changes = w.logs.filter((l) => l.event === "rollout");
+    expect(changes.map((c) => [c.from, c.to, c.why])).toEqual([[5, 0, "worse"]]);
+    expect(changes[0].statistics.verdict).toBe("worse");
+    const h = await (await w.health()).json();
+    expect(h.rollout).toMatchObject({ phase: "rolled_back", setting: 0, effective_champion: null });
+    for (let i = 0; i < 40; i++) {
+      const d = await (await w.decide({ state: EXAMPLE_STATE }, { "x-user": `after-${i}` })).json();
+      expect(d.model_version).not.toBe("challenger-test");
+    }
+  }, 120_000);
+
+  test("with ROLLOUT_AUTO=false the judge only reports, and CHALLENGER_PERCENT applies", async () => {
+    const w = await worker({ ...FAST, ROLLOUT_AUTO: "false", CHALLENGER_PERCENT: "50" }, { ...CHALLENGER_BUILD, ...STORE });
+    await drive(w, ["route_a"], 1);
+    expect(w.logs.filter((l) => l.event === "rollout")).toEqual([]);
+    const judged = await w.waitForLog((l) => l.event === "rollout_judged");
+    expect(judged.judgement.proposals).toEqual([expect.objectContaining({ to: 0, why: "worse", applied: false })]);
+    const h = await (await w.health()).json();
+    expect(h.rollout).toMatchObject({ automatic: false, setting: 50 });
+    expect(h.challenger.percent).toBe(50);
+  }, 60_000);
+
+  test("a malformed flush is refused with 400 naming its field", async () => {
+    const w = await worker(FAST, { ...CHALLENGER_BUILD, ...STORE });
+    const ns = await w.mf.getDurableObjectNamespace("ROLLOUT");
+    const stub = ns.get(ns.idFromName("rollout"));
+    const post = (body) => stub.fetch("https://rollout/flush", { method: "POST", headers: { "content-type": "application/json" }, body });
+    for (const [body, field] of [
+      ['{"v": 1, "rows": [{"arm": "sideways", "mv": null, "src": "model", "d": 1, "o": 0, "s": 0, "q": 0}]}', "rows[0].arm"],
+      ["not json", "body"],
+      ['{"v": 2, "rows": []}', "v"],
+    ]) {
+      const res = await post(body);
+      expect(res.status, body).toBe(400);
+      const e = (await res.json()).error;
+      expect(e.code).toBe("invalid_batch");
+      expect(e.field, body).toBe(field);
+    }
+    expect((await post('{"v": 1, "rows": []}')).status).toBe(202);
   });
 });

@@ -189,19 +189,6 @@ pub fn parse_alpha(s: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("must be a number in [{MIN_ALPHA}, {MAX_ALPHA}]"))
 }
 
-/// `ROLLOUT_AUTO`, `ROLLOUT_RULES_SWITCH`: `true/false`, `1/0`, `yes/no`, `on/off` (any
-/// case).
-///
-/// # Errors
-/// Why the value is refused.
-pub fn parse_flag(s: &str) -> Result<bool, String> {
-    match s.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "on" => Ok(true),
-        "false" | "0" | "no" | "off" => Ok(false),
-        _ => Err("must be true or false".into()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,20 +257,6 @@ mod tests {
         for bad in ["0", "0.6", "-0.05", "NaN", "x", "1e-7"] {
             assert!(parse_alpha(bad).is_err(), "{bad}");
         }
-        for (s, want) in [
-            ("true", true),
-            ("TRUE", true),
-            ("1", true),
-            ("yes", true),
-            ("on", true),
-            ("false", false),
-            ("0", false),
-            ("No", false),
-            ("off", false),
-        ] {
-            assert_eq!(parse_flag(s), Ok(want), "{s}");
-        }
-        assert_eq!(parse_flag("maybe"), Err("must be true or false".into()));
         let p = Policy::default();
         assert_eq!(p.steps.as_slice(), &DEFAULT_STEPS);
         assert!(p.auto && !p.rules_switch);

@@ -166,6 +166,20 @@ impl Counts {
             .then(|| self.reward_sum as f64 / REWARD_SCALE as f64 / self.outcomes as f64)
     }
 
+    /// Counts one decision by `source`: a fallback is counted when rules or the default
+    /// decided, by its reason (`unspecified` without one); `holdout` whoever decided.
+    pub fn add_decision(&mut self, source: Source, fallback: Option<FallbackReason>) {
+        self.decisions = self.decisions.saturating_add(1);
+        let counted = match fallback {
+            Some(FallbackReason::Holdout) => Some(HOLDOUT_SLOT),
+            _ if source != Source::Model => Some(slot(fallback)),
+            _ => None,
+        };
+        if let Some(i) = counted {
+            self.fallbacks[i] = self.fallbacks[i].saturating_add(1);
+        }
+    }
+
     /// Adds one reward (clamped into `[0, 1]`; a NaN counts as 0).
     pub fn add_reward(&mut self, reward: f64) {
         let r = if reward.is_nan() {
@@ -256,16 +270,8 @@ impl Tally {
         source: Source,
         fallback: Option<FallbackReason>,
     ) {
-        let row = self.row(arm, model_version, source);
-        row.decisions = row.decisions.saturating_add(1);
-        let counted = match fallback {
-            Some(FallbackReason::Holdout) => Some(HOLDOUT_SLOT),
-            _ if source != Source::Model => Some(slot(fallback)),
-            _ => None,
-        };
-        if let Some(i) = counted {
-            row.fallbacks[i] = row.fallbacks[i].saturating_add(1);
-        }
+        self.row(arm, model_version, source)
+            .add_decision(source, fallback);
     }
 
     /// Counts one outcome of a decision with this key; `reward` from
