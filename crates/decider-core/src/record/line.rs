@@ -1,7 +1,9 @@
 //! Writing records: one JSON line each, `{"event":"decision",…}` or `{"event":"outcome",…}`,
 //! a decision line at most [`MAX_LINE_BYTES`].
 
-use super::{DecisionRecord, OutcomeRecord, Record, RolloutRecord};
+use super::{DecisionRecord, OutcomeRecord, Record, RolloutRecord, LOG_VERSION};
+use crate::rollout::Change;
+use crate::time::iso_from_ms;
 
 /// Longest decision line the Worker writes, in bytes: log pipelines (Workers Logs, Logpush
 /// destinations) bill and cap by line, and a learner reads millions of them.
@@ -184,6 +186,21 @@ impl OutcomeRecord {
 }
 
 impl RolloutRecord {
+    /// The record of a change the judge made about `challenger_version`.
+    pub fn of_change(change: &Change, challenger_version: Option<&str>) -> RolloutRecord {
+        RolloutRecord {
+            log_version: LOG_VERSION,
+            ts: iso_from_ms(change.at_ms as f64),
+            challenger_version: challenger_version.map(|v| clip_to(v, ECHO_BYTES)),
+            from: change.from,
+            to: change.to,
+            why: change.why,
+            text: clip_to(&change.text, TEXT_BYTES * 2),
+            step_since: Some(iso_from_ms(change.step_since_ms as f64)),
+            statistics: Some(change.statistics),
+        }
+    }
+
     /// The record as its log line, `{"event":"rollout",…}`.
     pub fn to_line(&self) -> String {
         Record::Rollout(self.clone()).to_line()

@@ -22,9 +22,8 @@ pub use read::{id_key, Found, ReadStats, Reader, SkipReason, Skipped};
 use crate::actions::Action;
 use crate::policy::{FallbackReason, ProbabilityMap, Shadow, Source};
 use crate::rollout::sequential::Comparison;
-use crate::rollout::{Arm, Change, Setting, Why};
+use crate::rollout::{Arm, Setting, Why};
 use crate::state::State;
-use crate::time::iso_from_ms;
 use serde::Serialize;
 use std::ops::RangeInclusive;
 
@@ -282,21 +281,6 @@ pub struct RolloutRecord {
 }
 
 impl RolloutRecord {
-    /// The record of a change the judge made about `challenger_version`.
-    pub fn of_change(change: &Change, challenger_version: Option<&str>) -> RolloutRecord {
-        RolloutRecord {
-            log_version: LOG_VERSION,
-            ts: iso_from_ms(change.at_ms as f64),
-            challenger_version: challenger_version.map(|v| clip_to(v, ECHO_BYTES)),
-            from: change.from,
-            to: change.to,
-            why: change.why,
-            text: clip_to(&change.text, TEXT_BYTES * 2),
-            step_since: Some(iso_from_ms(change.step_since_ms as f64)),
-            statistics: Some(change.statistics),
-        }
-    }
-
     /// Whether this change made the challenger the effective champion (100%).
     pub fn promotes(&self) -> bool {
         self.why == Why::Better && self.to == Setting::Share(100)
