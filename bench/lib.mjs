@@ -1,4 +1,4 @@
-// Shared by the bench scripts: the three Workers, starting one in a fresh workerd, a workerd
+// Shared by the bench scripts: the Workers, starting one in a fresh workerd, a workerd
 // process's CPU time, and running `decider loadtest`.
 import { Miniflare } from "miniflare";
 import { execFile } from "node:child_process";
@@ -19,8 +19,13 @@ if (!COMPAT_DATE) throw new Error("wrangler.toml: no compatibility_date line");
 const modulesRules = [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }, { type: "ESModule", include: ["**/*.js"] }];
 const floor = { modules: true, scriptPath: path.join(HERE, "floor-worker/build/index.js"), modulesRules };
 const floorIo = { modules: true, scriptPath: path.join(HERE, "floor-worker/build-record/index.js"), modulesRules };
+const ours = { modules: true, scriptPath: path.join(ROOT, "build/index.js"), modulesRules, bindings: { DECISION_BACKEND: "embedded" } };
 export const WORKERS = {
-  ours: { label: "edge-decider", options: { modules: true, scriptPath: path.join(ROOT, "build/index.js"), modulesRules, bindings: { DECISION_BACKEND: "embedded" } } },
+  ours: { label: "edge-decider", options: ours },
+  // The same build with the ROLLOUT Durable Object bound, as wrangler.toml ships it: every
+  // decision counted in the isolate, the counts flushed and the share read through waitUntil
+  // (the object runs in the same workerd, so its CPU counts here too).
+  ours_counters: { label: "edge-decider, rollout counters on", options: { ...ours, durableObjects: { ROLLOUT: "Rollout" } } },
   floor: { label: "empty workers-rs Worker", options: floor },
   // The A/A control: the same empty Worker in a workerd of its own. How far it lands from the
   // first is how far two identical Workers land apart on this machine in this run.

@@ -195,6 +195,7 @@ mod tests {
                 "encoder_version",
                 "explore_percent",
                 "model",
+                "rollout",
                 "rules",
                 "status",
                 "threshold"
