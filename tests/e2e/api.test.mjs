@@ -191,7 +191,7 @@ describe("GET /v1/health", () => {
     });
   });
 
-  test("without the admin token: status, backend, model, versions, threshold and exploration only", async () => {
+  test("without the admin token: status, backend, model, versions, threshold, exploration and the rollout only", async () => {
     const h = await (await w.fetch("/v1/health")).json();
     expect(h).toEqual({
       status: "ok",
@@ -201,6 +201,8 @@ describe("GET /v1/health", () => {
       rules: { version: DEFAULT_RULES.version },
       threshold: ARTIFACT.threshold,
       explore_percent: 0,
+      // No ROLLOUT object bound, no challenger: CHALLENGER_PERCENT (0) is the share.
+      rollout: { automatic: false, challenger_version: null, setting: 0, phase: null, effective_champion: null },
     });
   });
 

@@ -204,13 +204,14 @@ describe("only operators push or read signals, or see the whole /v1/health", () 
   });
 
   test("/v1/health shows the whole document to the admin token only", async () => {
-    const PUBLIC = ["backend", "encoder_version", "explore_percent", "model", "rules", "status", "threshold"];
+    const PUBLIC = ["backend", "encoder_version", "explore_percent", "model", "rollout", "rules", "status", "threshold"];
     for (const auth of [undefined, "Bearer nope", `Basic ${TOKEN}`, `Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(0, -1)}`]) {
       const text = await (await w.fetch("/v1/health", { headers: auth ? { authorization: auth } : {} })).text();
       const h = JSON.parse(text);
       expect(Object.keys(h).sort(), String(auth)).toEqual(PUBLIC);
       expect(Object.keys(h.model).sort(), String(auth)).toEqual(["loaded", "version"]);
       expect(Object.keys(h.rules), String(auth)).toEqual(["version"]);
+      expect(Object.keys(h.rollout).sort(), String(auth)).toEqual(["automatic", "challenger_version", "effective_champion", "phase", "setting"]);
       for (const o of [A, B, C]) expect(text, String(auth)).not.toContain(new URL(o.url).host);
     }
     const h = await (await w.fetch("/v1/health", { headers: { authorization: `Bearer ${TOKEN}` } })).json();
