@@ -40,12 +40,18 @@ export function decideStates(model, states, extra = []) {
   return lines;
 }
 
-/** Builds the Worker with `challenger` embedded as the challenger model, into `outDir`. */
-export function buildWithChallenger(challenger, outDir) {
+/**
+ * Builds the Worker with `challenger` embedded as the challenger model, into `outDir`; with
+ * `champion`, that artifact is embedded as the champion instead of model/decision-model.json.
+ */
+export function buildWithChallenger(challenger, outDir, champion) {
+  const env = { ...process.env, DECIDER_CHALLENGER: challenger };
+  if (champion) env.DECIDER_MODEL = champion;
+  else delete env.DECIDER_MODEL;
   execFileSync("bash", ["scripts/build-worker.sh", "--out-dir", outDir, "--no-opt"], {
     cwd: ROOT,
     stdio: ["ignore", "inherit", "inherit"],
-    env: { ...process.env, DECIDER_CHALLENGER: challenger },
+    env,
   });
   return path.join(ROOT, outDir, "index.js");
 }
@@ -118,9 +124,10 @@ export function intendedState(req, signals) {
 
 /**
  * Starts three origins answering from the ground truth and the Worker in workerd.
- * `script`: the built Worker's main module; `vars`: extra wrangler vars.
+ * `script`: the built Worker's main module; `vars`: extra wrangler vars; `extra`: extra
+ * Miniflare options for the Worker (e.g. `{ durableObjects: { ROLLOUT: "Rollout" } }`).
  */
-export async function startLab({ seed, script, vars = {} }) {
+export async function startLab({ seed, script, vars = {}, extra = {} }) {
   const shared = { signals: null, byId: new Map() };
   const origins = [];
   for (const [i, action] of ROUTES.entries()) {
@@ -159,7 +166,7 @@ export async function startLab({ seed, script, vars = {} }) {
       CANARY_KEY: "header:x-lab-user",
       ...vars,
     },
-    extra: { kvNamespaces: ["SIGNALS"], ...(script ? { scriptPath: script } : {}) },
+    extra: { kvNamespaces: ["SIGNALS"], ...(script ? { scriptPath: script } : {}), ...extra },
   });
   return { worker, origins, shared };
 }
