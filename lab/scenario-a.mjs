@@ -9,7 +9,7 @@
 // counted.
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { rotateLabels } from "./corrupt.mjs";
+import { trainWorse } from "./corrupt.mjs";
 import {
   RESULTS, ROOT, WORK, buildWithChallenger, checkIntegrity, decideStates, decider, decisionsById,
   makeStream, readJsonFile, report, runStream, startLab, stopLab, trueValue, writeJson, writeRawLog,
@@ -24,16 +24,10 @@ export async function scenarioA({ n = Number(process.env.LAB_A_REQUESTS ?? 5000)
   const dir = path.join(WORK, "a");
   mkdirSync(dir, { recursive: true });
   // 1. The worse challenger: simulator data, light types' labels rotated two clusters on.
-  const sim = path.join(dir, "sim.jsonl");
-  const bad = path.join(dir, "corrupted.jsonl");
-  const challenger = path.join(dir, "challenger.json");
-  decider(["simulate", "--rows", "20000", "--seed", "11", "--out", sim]);
-  const corruption = { types: [0, 1, 2], steps: 2 };
-  const rotated = rotateLabels(sim, bad, corruption);
-  decider(["train", "--data", bad, "--out", challenger, "--quiet"]);
+  const { model: challenger, training } = trainWorse(dir, decider);
   const challengerVersion = readJsonFile(challenger).model_version;
   const championVersion = readJsonFile(SHIPPED).model_version;
-  log(`A: challenger ${challengerVersion} trained on ${rotated.rotated} of ${rotated.rows} labels rotated`);
+  log(`A: challenger ${challengerVersion} trained on ${training.rotated} of ${training.rows} labels rotated`);
   const script = buildWithChallenger(challenger, path.relative(ROOT, path.join(dir, "build")));
 
   // 2. The traffic.
@@ -153,7 +147,7 @@ export async function scenarioA({ n = Number(process.env.LAB_A_REQUESTS ?? 5000)
     vars,
     champion_version: championVersion,
     challenger_version: challengerVersion,
-    challenger_training: { simulate: "--rows 20000 --seed 11", rotated_types: corruption.types, rotate_steps: corruption.steps, ...rotated },
+    challenger_training: training,
     hours: [...new Set(states.map((s) => s.hour))],
     report: {
       verdict: rep.verdict,
