@@ -1,13 +1,15 @@
-// `make lab`: scenario A, scenario B, then docs/reports/LAB.md. Exits 1 when a must-show fails.
-// LAB_ONLY=a or LAB_ONLY=b runs one scenario (docs/reports/LAB.md keeps the other's last results).
+// `make lab`: scenarios A, B and C, then docs/reports/LAB.md. Exits 1 when a must-show fails.
+// LAB_ONLY=a, b or c runs one scenario (docs/reports/LAB.md keeps the others' last results).
 import { render } from "./render.mjs";
 import { scenarioA } from "./scenario-a.mjs";
 import { scenarioB } from "./scenario-b.mjs";
+import { scenarioC } from "./scenario-c.mjs";
 
 const only = process.env.LAB_ONLY ?? "";
 const results = [];
 if (only === "" || only === "a") results.push(await scenarioA());
 if (only === "" || only === "b") results.push(await scenarioB());
+if (only === "" || only === "c") results.push(await scenarioC());
 render();
 let failed = 0;
 for (const r of results) {
