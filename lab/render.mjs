@@ -112,9 +112,100 @@ Must show:
 ${b.must_show.map(mark).join("\n")}`;
 }
 
+const int = (x) => (x == null ? "—" : Number(x).toLocaleString("en-US"));
+const seq = (lo, hi) => `[${lo >= 0 ? "+" : ""}${f(lo)}, ${hi >= 0 ? "+" : ""}${f(hi)}]`;
+
+/** One rollout of scenario C: its changes, its looks, the traffic after it, the report. */
+function rolloutPart(r, title) {
+  const rows = r.changes.map((c) => {
+    const s = c.statistics;
+    return `| ${c.from}% → ${c.to}% | ${c.why} | ${int(c.requests)} | ${int(c.requests_total)} | ${s.treatment.n} | ${f(s.treatment.mean)} | ${s.baseline.n} | ${f(s.baseline.mean)} | ${seq(s.lo, s.hi)} | ${f(s.alpha)} |`;
+  });
+  return `**${title}.** Champion \`${r.champion_version}\`, challenger \`${r.challenger_version}\`; traffic seed
+${r.seed}, a look after every ${int(r.chunk)} requests (at most ${int(r.cap)}), ${r.seconds} s. The judge decided after
+**${int(r.requests)} requests** (${r.looks.length} looks): phase \`${r.final.phase}\`, setting ${r.final.setting}${r.final.effective_champion ? `, effective champion \`${r.final.effective_champion}\`` : ""}.
+
+| change | why | requests in the step | requests in all | challenger outcomes | challenger mean | champion outcomes | champion mean | difference's sequence | α of the step |
+|---|---|---|---|---|---|---|---|---|---|
+${rows.join("\n")}
+
+The setting after each look (requests sent → share): ${r.looks.map((l) => `${int(l.requests)} → ${l.setting}`).join(", ")}.
+
+After the last change (and 1.1 s for the isolate to read it): ${int(r.after.requests)} more requests, decided by
+${Object.entries(r.after.served_by).map(([k, v]) => `${k.replace(/^(\S+) (.*)$/, "the $1 arm with `$2`")}: ${int(v)}`).join("; ")}.
+
+\`decider report\` on the Worker's raw log: *${r.report.rollout?.action}* — ${r.report.rollout?.text}
+
+Ground truth of the ${int(r.truth.states)} requests' states (the states the Worker logged, each model's choice by
+\`decider decide\`): the challenger's choices are worth ${f(r.truth.challenger)}, the champion's ${f(r.truth.champion)}.`;
+}
+
+function sectionC(c, a) {
+  if (!c) return "Scenario C has not run yet (`LAB_ONLY=c node lab/run.mjs`).";
+  const aa = c.aa;
+  const aaRows = aa.runs.map((r) => `| ${r.seed} | ${int(r.requests)} | ${r.looks} | ${r.changes.length ? r.changes.map((x) => `${x.from} → ${x.to} (${x.why})`).join(", ") : "none"} | ${r.final_phase} | ${r.final_setting} | ${r.last_look.treatment_n} | ${r.last_look.baseline_n} | ${seq(r.last_look.lo, r.last_look.hi)} |`);
+  return `Run: ${c.seconds} s in all (${c.build_seconds} s of builds, the A/A part ${aa.seconds} s).
+\`${Object.entries(c.vars).map(([k, v]) => `${k}=${v}`).join(" ")}\`, \`FAILOVER={}\`; \`ROLLOUT_STEPS\`
+(${c.better.policy.steps.join(",")}) and \`ROLLOUT_ALPHA\` (${c.better.policy.alpha}) at their defaults. The Worker runs
+with its \`ROLLOUT\` Durable Object, and nobody sets the challenger's share: the lab plays the
+Cron Trigger. After each chunk of traffic it waits 1.1 s (the last 1 s window ends), sends one
+request (the isolate flushes the counts it still holds), waits 1.1 s again, runs the Worker's
+scheduled handler (one look of the judge), and reads \`rollout\` from \`/v1/health\`. Every
+routing key is in the canary (\`CANARY_PERCENT=100\`, no holdout arm); an outcome is the status
+of the ground-truth origin the request reached. The rollout begins when the object is first
+read (the lab's health check before the traffic), and a step counts only the windows that begin
+after it began: the lab waits 1.1 s before the first request, and again after each change of
+setting, or the outcomes of that second would fall in a window the judge never counts. The
+integrity must-show checks that at every look the judge had counted exactly the step's
+requests, one outcome each.
+
+The stream, the arms (sticky buckets of the request ids) and the outcomes are seeded; which
+requests serve at which share is not quite (the isolate reads the share at most every second,
+at first and after each change, at moments the run's timing sets), so the number of requests to
+a decision varies from run to run.
+
+The two models: \`${c.shipped_version}\`, the shipped \`model/decision-model.json\`, and
+\`${c.worse_version}\`, a deliberately worse model trained by scenario A's recipe (\`decider simulate ${c.worse_training.simulate}\`,
+the labels of request types ${c.worse_training.rotated_types.join(", ")} rotated ${c.worse_training.rotate_steps} clusters on, \`decider train\`)${a && a.challenger_version !== c.worse_version ? ` with this run's CLI (scenario A's results above were recorded with \`${a.challenger_version}\`, the same recipe trained by the CLI of that run)` : ""}.
+Each pairing is its own build (\`DECIDER_MODEL\` for the champion, \`DECIDER_CHALLENGER\` for the
+challenger):
+
+1. *Better challenger*: champion = the worse model, challenger = the shipped model.
+2. *Worse challenger*: champion = the shipped model, challenger = the worse model.
+3. *A/A*: the shipped model as both champion and challenger.
+
+"Requests in the step" counts the lab's routed requests from the look of the previous change to
+the look of this one (so in multiples of a chunk); the outcomes and means are the rollout
+record's \`statistics\`, i.e. what the judge compared: the step's own counts, begun afresh at the
+previous change, with the always-valid confidence sequence of the difference (challenger −
+champion) at the step's share of α.
+
+${rolloutPart(c.better, "1. A better challenger")}
+
+${rolloutPart(c.worse, "2. A worse challenger")}
+
+**3. A/A.** ${aa.seeds} rollouts, each a fresh Worker (fresh Durable Object storage) from one build, with
+its own traffic seed, ${int(aa.requests_per_seed)} requests and a look after every ${int(aa.chunk)} (${aa.parallel} rollouts at a
+time). A rollout in which the judge changed anything (a step or a rollback) is a false decision:
+**${aa.false_decisions} of ${aa.runs.length}**${aa.false_seeds.length ? ` (seeds ${aa.false_seeds.join(", ")})` : ""}, against ${aa.allowed} allowed by the claimed error rate
+(\`ROLLOUT_ALPHA\` ${aa.alpha} × ${aa.seeds}). The judge claims less: an A/A rollout leaves its first step
+by mistake with probability at most α/2 (docs/rollout.md), every look included. The last three
+columns are the judge's last look: the outcomes it had compared and the difference's sequence,
+which must contain 0 when nothing changed.
+
+| seed | requests | looks | changes | final phase | setting | challenger outcomes | champion outcomes | difference's sequence |
+|---|---|---|---|---|---|---|---|---|
+${aaRows.join("\n")}
+
+Must show:
+
+${c.must_show.map(mark).join("\n")}`;
+}
+
 export function render() {
   const a = load("scenario-a.json");
   const b = load("scenario-b.json");
+  const c = load("scenario-c.json");
   const md = `# The traffic lab
 
 \`make lab\` runs the built Worker in workerd (Miniflare, as the end-to-end tests do) against
@@ -149,6 +240,10 @@ ${sectionA(a)}
 ## Scenario B: the learning loop
 
 ${sectionB(b)}
+
+## Scenario C: rollouts that run themselves
+
+${sectionC(c, a)}
 `;
   writeFileSync(path.join(LAB, "..", "docs", "reports", "LAB.md"), md);
 }
