@@ -226,9 +226,11 @@ soak: setup build
 
 # --- lab (decision loop end to end) ---
 # The built Worker in workerd against three loopback origins with a ground truth of their own:
-# scenario A (champion/challenger + rules holdout, read by `decider report`) and scenario B
-# (explore, `decider train --logs`, `decider ope`, serve the candidate). Writes lab/results/
-# and docs/reports/LAB.md; fails when a must-show fails. About 5 minutes; not part of `make test`.
+# scenario A (champion/challenger + rules holdout, read by `decider report`), scenario B
+# (explore, `decider train --logs`, `decider ope`, serve the candidate) and scenario C (the
+# rollout judge on cron runs: a better challenger ramped, a worse one rolled back, A/A over 20
+# seeds). Writes lab/results/ and docs/reports/LAB.md; fails when a must-show fails. About 13
+# minutes (LAB_ONLY=a, b or c runs one); not part of `make test`.
 .PHONY: lab
 lab: setup build cli
 	node lab/run.mjs
