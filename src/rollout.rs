@@ -1,6 +1,6 @@
 //! Rollouts that run themselves, the isolate's part: which arm serves a request, live
 //! counts of decisions and outcomes, their flush to the `ROLLOUT` Durable Object
-//! ([`crate::rollout_store`]), and the judge's cron run.
+//! ([`crate::rollout_store`]), and the judge's cron run (the object logs what the judge did).
 //!
 //! Nothing here is on a request's path but a few additions to counters in the isolate's
 //! memory: the counts are flushed in batches (every `ROLLOUT_FLUSH_S` seconds or
@@ -18,10 +18,9 @@ use crate::clock;
 use crate::isolate::Isolate;
 use crate::js;
 use crate::log;
-use decider_core::record::RolloutRecord;
-use decider_core::rollout::{self, Alarm, Arm, Change, Counts, Observation, Phase, RolloutState};
-use decider_core::rollout::{Setting, Tally};
+use decider_core::rollout::{self, Arm, Counts, Observation, Phase, Setting, Tally};
 use decider_core::{FallbackReason, Source};
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::cell::RefCell;
@@ -182,8 +181,13 @@ fn batch(iso: &Isolate, counts: &[[Counts; 3]; 3]) -> Tally {
     t
 }
 
-/// A request to the object; `body` makes it a JSON POST.
-async fn call(ns: &ObjectNamespace, path: &str, body: Option<String>) -> Result<Value, String> {
+/// A request to the object; `body` makes it a JSON POST. Its answer is read straight from
+/// the text into `T`.
+async fn call<T: DeserializeOwned>(
+    ns: &ObjectNamespace,
+    path: &str,
+    body: Option<String>,
+) -> Result<T, String> {
     let stub = ns.get_by_name(OBJECT_NAME).map_err(|e| e.to_string())?;
     let mut init = RequestInit::new();
     if let Some(body) = body {
@@ -210,12 +214,12 @@ async fn call(ns: &ObjectNamespace, path: &str, body: Option<String>) -> Result<
 }
 
 /// `call` within `ms`.
-async fn call_within(
+async fn call_within<T: DeserializeOwned>(
     ns: &ObjectNamespace,
     path: &str,
     body: Option<String>,
     ms: u32,
-) -> Result<Value, String> {
+) -> Result<T, String> {
     js::within(call(ns, path, body), ms)
         .await
         .unwrap_or_else(|| Err(format!("{path}: no answer within {ms} ms")))
@@ -223,7 +227,7 @@ async fn call_within(
 
 /// Sends a batch; a failure is logged and the batch is lost.
 async fn flush(ns: ObjectNamespace, batch: String) {
-    if let Err(e) = call_within(&ns, "/flush", Some(batch), IO_MS).await {
+    if let Err(e) = call_within::<Value>(&ns, "/flush", Some(batch), IO_MS).await {
         log::event("rollout_flush_failed", json!({"error": log::clip(&e)}));
     }
     LIVE.with(|l| l.borrow_mut().flushing = false);
@@ -238,9 +242,7 @@ struct SettingAnswer {
 
 /// Reads the share; a failure keeps the last one known (or `CHALLENGER_PERCENT`).
 async fn read_setting(ns: ObjectNamespace) {
-    let read = call_within(&ns, "/setting", None, IO_MS)
-        .await
-        .and_then(|v| SettingAnswer::deserialize(&v).map_err(|e| format!("/setting: {e}")));
+    let read = call_within::<SettingAnswer>(&ns, "/setting", None, IO_MS).await;
     LIVE.with(|l| {
         let mut l = l.borrow_mut();
         l.reading = false;
@@ -251,63 +253,16 @@ async fn read_setting(ns: ObjectNamespace) {
     });
 }
 
-/// What `POST /judge` answers.
-#[derive(Deserialize)]
-struct Judged {
-    state: RolloutState,
-    changes: Vec<Change>,
-    before: Before,
-}
-
-#[derive(Deserialize)]
-struct Before {
-    alarms: Vec<Alarm>,
-}
-
-/// One cron run of the judge (with the object bound): every change is logged as a
-/// `rollout` record, every alarm raised or cleared as an event, and the run's judgement as
-/// `rollout_judged`.
+/// One cron run of the judge (with the object bound). The object logs what it did (see
+/// [`crate::rollout_store`]); this isolate applies the setting it answers at once.
 pub async fn judge(iso: &Isolate) {
     let Some(ns) = &iso.rollout else {
         return;
     };
-    let judged = call_within(ns, "/judge", Some("{}".into()), JUDGE_MS)
-        .await
-        .and_then(|v| Judged::deserialize(&v).map_err(|e| format!("/judge: {e}")));
-    let j = match judged {
-        Ok(j) => j,
-        Err(e) => {
-            log::event("rollout_judge_failed", json!({"error": log::clip(&e)}));
-            return;
-        }
-    };
-    let s = &j.state;
-    for c in &j.changes {
-        log::write(&RolloutRecord::of_change(c, s.challenger_version.as_deref()).to_line());
+    match call_within::<SettingAnswer>(ns, "/judge", Some("{}".into()), JUDGE_MS).await {
+        Ok(a) => LIVE.with(|l| l.borrow_mut().read = Some((a.setting, a.phase))),
+        Err(e) => log::event("rollout_judge_failed", json!({"error": log::clip(&e)})),
     }
-    for a in s
-        .alarms
-        .iter()
-        .filter(|a| !j.before.alarms.iter().any(|b| b.kind == a.kind))
-    {
-        log::event("rollout_alarm", json!({"alarm": a}));
-    }
-    for b in j
-        .before
-        .alarms
-        .iter()
-        .filter(|b| !s.alarms.iter().any(|a| a.kind == b.kind))
-    {
-        log::event("rollout_alarm_cleared", json!({"kind": b.kind}));
-    }
-    log::event(
-        "rollout_judged",
-        json!({
-            "challenger_version": s.challenger_version, "phase": s.phase,
-            "setting": s.setting(), "judgement": s.last,
-        }),
-    );
-    LIVE.with(|l| l.borrow_mut().read = Some((s.setting(), s.phase)));
 }
 
 /// The public part of `/v1/health`: the challenger and its share as this isolate applies
@@ -332,7 +287,7 @@ pub async fn report(iso: &Isolate) -> Value {
         v["store"] = json!({"bound": false});
         return v;
     };
-    v["store"] = match call_within(ns, "/state", None, HEALTH_MS).await {
+    v["store"] = match call_within::<Value>(ns, "/state", None, HEALTH_MS).await {
         Ok(state) => json!({"bound": true, "state": state["state"], "windows": state["windows"]}),
         Err(e) => json!({"bound": true, "error": log::clip(&e)}),
     };

@@ -6,8 +6,9 @@
 //! - `POST /flush` — a batch of counts ([`Tally::to_batch`]) counted in the window of the
 //!   time it arrives; a malformed batch is refused with 400 naming its field.
 //! - `GET /setting` — the challenger's share in force (or `"rules"`).
-//! - `POST /judge` — one step of [`decider_core::rollout::judge`] at the object's clock:
-//!   the new state and the changes made.
+//! - `POST /judge` — one step of [`decider_core::rollout::judge`] at the object's clock; the
+//!   object logs what it did (a `rollout` record per change, `rollout_alarm`,
+//!   `rollout_alarm_cleared`, `rollout_judged`) and answers the setting in force.
 //! - `GET /state` — the state and the windows' totals, for `/v1/health`.
 //!
 //! The object reads the same variables as the Worker (its own [`Config`]), so the policy
@@ -19,9 +20,11 @@ use crate::config::Config;
 use crate::error::ApiError;
 use crate::http;
 use crate::isolate;
+use crate::log;
+use decider_core::record::RolloutRecord;
 use decider_core::rollout::tally::{Windows, DEFAULT_MAX_WINDOWS, MAX_BATCH_BYTES};
-use decider_core::rollout::{judge, RolloutState, Tally};
-use serde_json::json;
+use decider_core::rollout::{judge, Alarm, AlarmKind, Phase, RolloutState, Setting, Tally};
+use serde::Serialize;
 use worker::{durable_object, DurableObject, Env, Method, Request, Response, State};
 
 /// Storage key of the rollout's state.
@@ -131,17 +134,12 @@ impl Rollout {
         let mut windows = self.windows().await?;
         windows.add(&batch, now);
         self.write(WINDOWS_KEY, &windows).await?;
-        http::json(202, &json!({"accepted": true})).map_err(|_| ApiError::internal())
+        http::json_text(202, r#"{"accepted":true}"#.into()).map_err(|_| ApiError::internal())
     }
 
     async fn setting(&self) -> Result<Response, ApiError> {
         let s = self.rollout_state(clock::now_ms() as i64).await?;
-        let body = json!({
-            "setting": s.setting(),
-            "phase": s.phase,
-            "challenger_version": s.challenger_version,
-        });
-        http::json(200, &body).map_err(|_| ApiError::internal())
+        http::json(200, &SettingAnswer::of(&s)).map_err(|_| ApiError::internal())
     }
 
     async fn judge(&self) -> Result<Response, ApiError> {
@@ -150,23 +148,115 @@ impl Rollout {
         let windows = self.windows().await?;
         let (after, changes) = judge(&before, &self.cfg.rollout.policy, &windows, now);
         self.write(STATE_KEY, &after).await?;
-        let body = json!({"state": after, "changes": changes, "before": {"alarms": before.alarms}});
-        http::json(200, &body).map_err(|_| ApiError::internal())
+        let version = after.challenger_version.as_deref();
+        for c in &changes {
+            log::write(&RolloutRecord::of_change(c, version).to_line());
+        }
+        let raised = |a: &Alarm, among: &[Alarm]| !among.iter().any(|b| b.kind == a.kind);
+        for a in after.alarms.iter().filter(|a| raised(a, &before.alarms)) {
+            event(&AlarmEvent {
+                ts: clock::iso_now(),
+                event: "rollout_alarm",
+                alarm: a,
+            });
+        }
+        for b in before.alarms.iter().filter(|b| raised(b, &after.alarms)) {
+            event(&AlarmCleared {
+                ts: clock::iso_now(),
+                event: "rollout_alarm_cleared",
+                kind: b.kind,
+            });
+        }
+        event(&Judged {
+            ts: clock::iso_now(),
+            event: "rollout_judged",
+            challenger_version: version,
+            phase: after.phase,
+            setting: after.setting(),
+            judgement: after.last.as_ref(),
+        });
+        http::json(200, &SettingAnswer::of(&after)).map_err(|_| ApiError::internal())
     }
 
     async fn report(&self) -> Result<Response, ApiError> {
         let s = self.rollout_state(clock::now_ms() as i64).await?;
         let windows = self.windows().await?;
-        let total = windows.total();
-        let body = json!({
-            "state": s,
-            "windows": {
-                "width_s": windows.width_ms() / 1_000,
-                "kept": windows.windows().count(),
-                "decisions": total.total().decisions,
-                "outcomes": total.total().outcomes,
+        let total = windows.total().total();
+        let body = StateAnswer {
+            state: &s,
+            windows: WindowsSummary {
+                width_s: windows.width_ms() / 1_000,
+                kept: windows.windows().count(),
+                decisions: total.decisions,
+                outcomes: total.outcomes,
             },
-        });
+        };
         http::json(200, &body).map_err(|_| ApiError::internal())
+    }
+}
+
+// The answers and events are structs serialised to text, as the state is stored: one
+// serialiser of the state's types in the wasm, not a second one through `serde_json::Value`.
+
+/// What `GET /setting` and `POST /judge` answer.
+#[derive(Serialize)]
+struct SettingAnswer<'a> {
+    setting: Setting,
+    phase: Phase,
+    challenger_version: Option<&'a str>,
+}
+
+impl SettingAnswer<'_> {
+    fn of(s: &RolloutState) -> SettingAnswer<'_> {
+        SettingAnswer {
+            setting: s.setting(),
+            phase: s.phase,
+            challenger_version: s.challenger_version.as_deref(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct StateAnswer<'a> {
+    state: &'a RolloutState,
+    windows: WindowsSummary,
+}
+
+#[derive(Serialize)]
+struct WindowsSummary {
+    width_s: i64,
+    kept: usize,
+    decisions: u64,
+    outcomes: u64,
+}
+
+#[derive(Serialize)]
+struct AlarmEvent<'a> {
+    ts: String,
+    event: &'static str,
+    alarm: &'a Alarm,
+}
+
+#[derive(Serialize)]
+struct AlarmCleared {
+    ts: String,
+    event: &'static str,
+    kind: AlarmKind,
+}
+
+#[derive(Serialize)]
+struct Judged<'a> {
+    ts: String,
+    event: &'static str,
+    challenger_version: Option<&'a str>,
+    phase: Phase,
+    setting: Setting,
+    judgement: Option<&'a decider_core::rollout::state::Judgement>,
+}
+
+/// Writes an event line.
+fn event(e: &impl Serialize) {
+    if let Ok(line) = serde_json::to_string(e) {
+        log::write(&line);
     }
 }
