@@ -48,7 +48,16 @@ step cold node bench/cold.mjs "${cold_args[@]}" --out "$RESULTS/cold.json"
 step agreement node bench/agreement.mjs --decider "$DECIDER" --oha "$OHA" --out "$RESULTS/agreement.json"
 step report node bench/report_cli.mjs --decider "$DECIDER" "${report_args[@]}" --out "$RESULTS/report.json"
 size() { printf '{"raw": %s, "gzip9": %s}' "$(stat -c %s "$1")" "$(gzip -9 -c "$1" | wc -c)"; }
-printf '{"ours": %s, "floor": %s}\n' "$(size build/index_bg.wasm)" "$(size bench/floor-worker/build/index_bg.wasm)" > "$RESULTS/sizes.json"
+# The same Worker embedding the model the shipped recipe (model/regenerate.sh) trains with the
+# trees alone (--base priors): what the network base adds to the upload. Built into a folder
+# of its own; build/ keeps the shipped model.
+say "size of the trees-only model's Worker"
+priors="$TARGET/bench-priors"
+mkdir -p "$priors"
+"$DECIDER" simulate --rows 40000 --seed 20261130 --out "$priors/train.jsonl"
+"$DECIDER" train --data "$priors/train.jsonl" --seed 42 --learning-rate 0.5 --max-leaves 127 --max-rounds 16 --base priors --quiet --out "$priors/model.json"
+DECIDER_MODEL="$priors/model.json" bash scripts/build-worker.sh --out-dir "$priors/build" >&2
+printf '{"ours": %s, "floor": %s, "priors_model": %s}\n' "$(size build/index_bg.wasm)" "$(size bench/floor-worker/build/index_bg.wasm)" "$(size "$priors/build/index_bg.wasm")" > "$RESULTS/sizes.json"
 
 git diff --quiet "$commit" -- "${measured[@]}" || dirty=true
 version() { node -p "require('./node_modules/$1/package.json').version"; }
