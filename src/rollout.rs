@@ -57,14 +57,6 @@ thread_local! {
     static LIVE: RefCell<Live> = RefCell::new(Live::default());
 }
 
-fn arm_index(arm: Arm) -> usize {
-    Arm::ALL.iter().position(|a| *a == arm).unwrap_or(0)
-}
-
-fn source_index(source: Source) -> usize {
-    Source::ALL.iter().position(|s| *s == source).unwrap_or(0)
-}
-
 /// Whether the judge sets the share: the object is bound and `ROLLOUT_AUTO` is on.
 fn automatic(iso: &Isolate) -> bool {
     iso.rollout.is_some() && iso.cfg.rollout.policy.auto
@@ -107,7 +99,7 @@ pub fn arm(iso: &Isolate, key: &str, holdout_applies: bool) -> Arm {
 pub fn count_decision(iso: &Isolate, arm: Arm, source: Source, reason: Option<FallbackReason>) {
     if iso.rollout.is_some() {
         LIVE.with(|l| {
-            l.borrow_mut().counts[arm_index(arm)][source_index(source)].add_decision(source, reason)
+            l.borrow_mut().counts[arm.index()][source.index()].add_decision(source, reason)
         });
     }
 }
@@ -119,7 +111,7 @@ pub fn count_outcome(iso: &Isolate, arm: Arm, source: Source, seen: &Observation
         let reward = iso.cfg.rollout.success.reward(seen);
         LIVE.with(|l| {
             let mut l = l.borrow_mut();
-            l.counts[arm_index(arm)][source_index(source)].add_reward(reward);
+            l.counts[arm.index()][source.index()].add_reward(reward);
             l.outcomes = l.outcomes.saturating_add(1);
         });
     }

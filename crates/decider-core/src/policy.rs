@@ -45,6 +45,15 @@ impl Source {
         Source::ALL.into_iter().find(|x| x.name() == s)
     }
 
+    /// Position in [`Source::ALL`] (wire order): the index of per-source counters.
+    pub fn index(self) -> usize {
+        match self {
+            Source::Model => 0,
+            Source::Rules => 1,
+            Source::Default => 2,
+        }
+    }
+
     /// Wire name.
     pub fn name(self) -> &'static str {
         match self {

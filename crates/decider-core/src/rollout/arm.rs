@@ -20,6 +20,15 @@ impl Arm {
     /// All arms, in wire order.
     pub const ALL: [Arm; 3] = [Arm::Champion, Arm::Challenger, Arm::Holdout];
 
+    /// Position in [`Arm::ALL`] (wire order): the index of per-arm counters.
+    pub fn index(self) -> usize {
+        match self {
+            Arm::Champion => 0,
+            Arm::Challenger => 1,
+            Arm::Holdout => 2,
+        }
+    }
+
     /// Wire name.
     pub fn name(self) -> &'static str {
         match self {
@@ -39,9 +48,7 @@ impl Arm {
 /// wire order), so that an outcome reported later for the id says which live counter it
 /// belongs to without any lookup.
 fn tag(arm: Arm, source: Source) -> u8 {
-    let a = Arm::ALL.iter().position(|x| *x == arm).unwrap_or(0);
-    let s = Source::ALL.iter().position(|x| *x == source).unwrap_or(0);
-    b'0' + (3 * a + s) as u8
+    b'0' + (3 * arm.index() + source.index()) as u8
 }
 
 /// `id` with its last character replaced by the tag of (`arm`, `source`); an empty id
@@ -182,6 +189,8 @@ mod tests {
     }
     #[test]
     fn decision_ids_carry_their_arm_and_source() {
+        assert!(Arm::ALL.iter().enumerate().all(|(i, a)| a.index() == i));
+        assert!(Source::ALL.iter().enumerate().all(|(i, s)| s.index() == i));
         let id = "0f6c2a9e-8a3b-4c1d-9e2f-3b4c5d6e7f8a".to_string();
         for arm in Arm::ALL {
             for source in Source::ALL {

@@ -98,14 +98,6 @@ fn slot(reason: Option<FallbackReason>) -> usize {
 
 const SOURCES: [Source; 3] = [Source::Model, Source::Rules, Source::Default];
 
-fn source_index(s: Source) -> usize {
-    match s {
-        Source::Model => 0,
-        Source::Rules => 1,
-        Source::Default => 2,
-    }
-}
-
 /// What a row counts: one arm, one model version (or none), one source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Key {
@@ -119,10 +111,10 @@ pub struct Key {
 
 impl Ord for Key {
     fn cmp(&self, o: &Key) -> Ordering {
-        (self.arm, &self.model_version, source_index(self.source)).cmp(&(
+        (self.arm, &self.model_version, self.source.index()).cmp(&(
             o.arm,
             &o.model_version,
-            source_index(o.source),
+            o.source.index(),
         ))
     }
 }
