@@ -181,6 +181,7 @@ clean:
 # the decision in wasm in V8, workerd CPU per request and cold start of edge-decider against an
 # empty workers-rs Worker (with an A/A control), wasm sizes, `decider loadtest` against oha,
 # and `decider report` on 1,000,000 log lines. About 10 minutes; BENCH_QUICK=1: a short check.
+# BENCH_AGAINST="REV ...": edge-decider at those commits, built and run beside this one.
 .PHONY: bench
 bench: setup
 	bash bench/run.sh

@@ -1,6 +1,7 @@
 // Cold start: a fresh workerd started through Miniflare's Node API, to the first answered
 // POST /v1/decide, for edge-decider, the empty workers-rs Worker, a second copy of it (the
-// A/A control) and the empty Worker doing a decision's I/O. Per round the four start in turn
+// A/A control) and the empty Worker doing a decision's I/O (with BENCH_AGAINST, edge-decider
+// at those commits too). Per round the four start in turn
 // (order rotating), each in a new workerd;
 // `total_ms` runs from `new Miniflare` to the first answer (workerd start, wasm compile,
 // isolate start, first request), `first_ms` is the first request alone, `second_ms` the next
@@ -9,11 +10,11 @@
 //
 // usage: node bench/cold.mjs --out FILE [--rounds 11]
 import { writeFileSync } from "node:fs";
-import { WORKERS, arg, decideOnce, median, start } from "./lib.mjs";
+import { AGAINST, WORKERS, arg, decideOnce, median, start } from "./lib.mjs";
 
 const [out, ROUNDS] = [arg("out"), Number(arg("rounds", 11))];
 if (!out) throw new Error("usage: node bench/cold.mjs --out FILE [--rounds N]");
-const NAMES = ["ours", "floor", "floor_b", "floor_io"];
+const NAMES = ["ours", "floor", "floor_b", "floor_io", ...AGAINST];
 
 await (await start("floor")).mf.dispose();
 const times = Object.fromEntries(NAMES.map((n) => [n, { total_ms: [], first_ms: [], second_ms: [] }]));
@@ -30,4 +31,4 @@ for (let round = 0; round < ROUNDS; round++) {
 }
 const summary = Object.fromEntries(NAMES.map((n) => [n, { label: WORKERS[n].label, ...Object.fromEntries(Object.entries(times[n]).map(([k, v]) => [k, median(v)])) }]));
 const vs = (n) => ({ total_ms: summary[n].total_ms / summary.floor.total_ms, first_ms: summary[n].first_ms / summary.floor.first_ms });
-writeFileSync(out, JSON.stringify({ rounds: ROUNDS, summary, vs_floor: { ours: vs("ours"), floor_b: vs("floor_b"), floor_io: vs("floor_io") }, detail: times }, null, 2) + "\n");
+writeFileSync(out, JSON.stringify({ rounds: ROUNDS, summary, vs_floor: Object.fromEntries(NAMES.filter((n) => n !== "floor").map((n) => [n, vs(n)])), detail: times }, null, 2) + "\n");

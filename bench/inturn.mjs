@@ -1,26 +1,27 @@
 // workerd CPU per request and latency at a fixed rate: edge-decider (without and with the
 // ROLLOUT object bound: its live counters off and on), the empty workers-rs Worker
 // (bench/floor-worker), a second copy of the empty Worker (the A/A control) and the empty
-// Worker doing a decision's I/O (its `record-io` build).
+// Worker doing a decision's I/O (its `record-io` build); with BENCH_AGAINST, edge-decider
+// built at those commits too.
 //
-// Each round starts the five in new workerd processes, loads them unmeasured for PREWARM at
+// Each round starts them all in new workerd processes, loads them unmeasured for PREWARM at
 // PREWARM_RATE/s each (V8 optimises hot code only after thousands of requests), then loads
 // them in turn with one `decider loadtest` (one --url each, RATE/s each, order rotating by
-// round), so a stall of this machine falls on all five within milliseconds. CPU per request:
+// round), so a stall of this machine falls on all of them within milliseconds. CPU per request:
 // the workerd process's CPU time over that run / the requests answered (warmup included).
 // Ratios are taken per round against the empty Worker of that round; medians over rounds.
 //
 // usage: node bench/inturn.mjs --decider PATH --out FILE
 //   env: BENCH_RATE=200 BENCH_ROUNDS=9 BENCH_PREWARM=20s BENCH_PREWARM_RATE=400 BENCH_DURATION=15s
 import { writeFileSync } from "node:fs";
-import { WORKERS, arg, cpuNs, decideOnce, loadtest, median, start } from "./lib.mjs";
+import { AGAINST, WORKERS, arg, cpuNs, decideOnce, loadtest, median, start } from "./lib.mjs";
 
 const [DECIDER, out] = [arg("decider"), arg("out")];
 if (!DECIDER || !out) throw new Error("usage: node bench/inturn.mjs --decider PATH --out FILE");
 const env = (k, d) => process.env[k] ?? d;
 const [RATE, ROUNDS, PREWARM_RATE] = [env("BENCH_RATE", 200), env("BENCH_ROUNDS", 9), env("BENCH_PREWARM_RATE", 400)].map(Number);
 const [PREWARM, DURATION] = [env("BENCH_PREWARM", "20s"), env("BENCH_DURATION", "15s")];
-const NAMES = ["ours", "ours_counters", "floor", "floor_b", "floor_io"];
+const NAMES = ["ours", "ours_counters", "floor", "floor_b", "floor_io", ...AGAINST];
 const KEYS = ["cpu_us", "cpu_stat_us", "p50_us", "p99_us"];
 
 const rounds = [];
@@ -60,8 +61,11 @@ const result = {
   // Per Worker and key: the median of the per-round ratios to the empty Worker, and those ratios.
   // edge-decider against the control doing the same I/O, and counters on against off, per round.
   vs_io: { cpu_us: { median: median(rounds.map((r) => r.ours.cpu_us / r.floor_io.cpu_us)), per_round: rounds.map((r) => r.ours.cpu_us / r.floor_io.cpu_us) } },
+  // Per build of another commit: its CPU against the I/O control, and this build's against it, per round.
+  against: Object.fromEntries(AGAINST.map((n) => [n, Object.fromEntries([["vs_io", (r) => r[n].cpu_us / r.floor_io.cpu_us], ["ours_vs", (r) => r.ours.cpu_us / r[n].cpu_us]]
+    .map(([k, f]) => [k, { median: median(rounds.map(f)), per_round: rounds.map(f) }]))])),
   counters_vs_off: { cpu_us: { median: median(rounds.map((r) => r.ours_counters.cpu_us / r.ours.cpu_us)), per_round: rounds.map((r) => r.ours_counters.cpu_us / r.ours.cpu_us) } },
-  vs_floor: Object.fromEntries(["ours", "ours_counters", "floor_b", "floor_io"].map((n) => [n, Object.fromEntries(KEYS.map((k) => [k, { median: median(perRound(n, k)), per_round: perRound(n, k) }]))])),
+  vs_floor: Object.fromEntries(["ours", "ours_counters", "floor_b", "floor_io", ...AGAINST].map((n) => [n, Object.fromEntries(KEYS.map((k) => [k, { median: median(perRound(n, k)), per_round: perRound(n, k) }]))])),
   rounds_detail: rounds,
 };
 writeFileSync(out, JSON.stringify(result, null, 2) + "\n");

@@ -34,6 +34,13 @@ export const WORKERS = {
   // left between it and edge-decider is edge-decider's own code.
   floor_io: { label: "empty Worker + a decision's I/O", options: floorIo },
 };
+// edge-decider built at other commits (`BENCH_AGAINST` in bench/run.sh, passed on as
+// "sha=build-dir ..."), with the same bindings: `at_<sha>`, run beside this build.
+export const AGAINST = (process.env.BENCH_AGAINST_BUILDS ?? "").split(/\s+/).filter(Boolean).map((a) => {
+  const [sha, dir] = a.split("=");
+  WORKERS[`at_${sha}`] = { label: `edge-decider at ${sha}`, options: { ...ours, scriptPath: path.join(dir, "index.js") } };
+  return `at_${sha}`;
+});
 
 export const arg = (name, dflt) => (process.argv.includes(`--${name}`) ? process.argv[process.argv.indexOf(`--${name}`) + 1] : dflt);
 

@@ -74,6 +74,32 @@ for (const [k, what, unit, max] of [["wall_s", "wall time", "s", 10], ["max_rss_
   const verdict = report?.not_measured ? "not measured" : report?.lines === 1e6 ? judge(report?.[k], { max }) : `not judged (${int(report?.lines)} lines)`;
   row(`\`decider report\` on ${int(report?.lines)} log lines, ${what}`, report?.not_measured ? `not measured: ${report.not_measured}` : `${num(report?.[k], 2)} ${unit}`, "–", `≤ ${max} ${unit}`, verdict);
 }
+const againstNames = Object.keys(inturn?.against ?? {});
+if (againstNames.length) {
+  // BENCH_AGAINST: this build against edge-decider built at other commits, in the same rounds.
+  const cs = cold?.summary;
+  const io = (n, k) => (cs?.[n] && cs?.floor_io ? cs[n][k] / cs.floor_io[k] : undefined);
+  const sha = (n) => n.replace(/^at_/, "");
+  const gz = (n) => (n === "ours" ? sizes?.ours.gzip9 : sizes?.against?.[sha(n)]?.gzip9);
+  p();
+  p(`### Against earlier commits (\`BENCH_AGAINST\`), in the same rounds`);
+  p();
+  table("Worker", "CPU / a decision's I/O alone", "cold start / I/O alone", "first request / I/O alone", "wasm gzip");
+  for (const n of ["ours", ...againstNames]) {
+    const cpuIo = n === "ours" ? inturn.vs_io.cpu_us.median : inturn.against[n].vs_io.median;
+    row(n === "ours" ? `edge-decider at ${machine?.commit}` : inturn.summary[n].label, num(cpuIo), num(io(n, "total_ms")), num(io(n, "first_ms")), gz(n) ? kb(gz(n)) : "–");
+  }
+  p();
+  const aa = { cpu: cpuAA, total: cold?.vs_floor.floor_b.total_ms, first: cold?.vs_floor.floor_b.first_ms };
+  // Same as the other within the A/A band, or worse / better by more than it.
+  const verdict = (v, band) => (typeof v !== "number" || typeof band !== "number" ? "–" : Math.abs(v - 1) <= Math.abs(band - 1) ? "within the A/A band" : v > 1 ? "**worse**" : "**better**");
+  table(`edge-decider at ${machine?.commit} / the other`, "CPU (median of per-round ratios)", "cold start", "first request", "wasm gzip");
+  for (const n of againstNames) {
+    const [c, t, f] = [inturn.against[n].ours_vs.median, cs?.ours.total_ms / cs?.[n]?.total_ms, cs?.ours.first_ms / cs?.[n]?.first_ms];
+    row(`/ ${sha(n)}`, `${num(c)} [A/A ${num(aa.cpu)}]: ${verdict(c, aa.cpu)}`, `${num(t)} [A/A ${num(aa.total)}]: ${verdict(t, aa.total)}`,
+      `${num(f)} [A/A ${num(aa.first)}]: ${verdict(f, aa.first)}`, gz(n) ? `${(gz("ours") - gz(n)) >= 0 ? "+" : ""}${num((gz("ours") - gz(n)) / 1000, 1)} KB` : "–");
+  }
+}
 p();
 p("**within noise**: the ratio lies nearer to its target's edge than its A/A control (the same measurement of two identical " +
   "empty Workers, or of two identical generators) lies to 1, so this run cannot tell on which side it is. Latencies (p50, p99) are in the tables, not judged.");
@@ -133,7 +159,7 @@ if (machine) {
   p();
 }
 p("```");
-p("make bench                 # = bash bench/run.sh: builds, the steps below, then this page (BENCH_QUICK=1: a short check)");
+p((againstNames.length ? `BENCH_AGAINST="${againstNames.map((n) => n.replace(/^at_/, "")).join(" ")}" ` : "") + "make bench                 # = bash bench/run.sh: builds, the steps below, then this page (BENCH_QUICK=1: a short check)");
 for (const c of ["micro.mjs --wasm target/bench-wasm-micro/wasm32-unknown-unknown/release/decider_wasm_micro.wasm --out bench/results/micro.json",
   "inturn.mjs --decider target/release/decider --out bench/results/inturn.json", "cold.mjs --out bench/results/cold.json",
   "agreement.mjs --decider target/release/decider --oha .tools/bin/oha --out bench/results/agreement.json",

@@ -4,6 +4,9 @@
 # Steps: micro (the decision in V8), inturn (workerd CPU and latency at 200/s), cold (cold
 # starts), agreement (`decider loadtest` against oha), report (`decider report` on a large log),
 # sizes (the wasm files). Loopback only. BENCH_QUICK=1: short runs, to check the pipeline.
+# BENCH_AGAINST="REV ...": also builds edge-decider at each of those commits (from its own tree,
+# with its own build script) and runs it beside this one in the in-turn CPU and cold-start
+# runs, so a change is judged against the code before it in one run, not across runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD bin="${CARGO_HOME:-$HOME/.cargo}/bin" RESULTS=bench/results OHA=.tools/bin/oha OHA_VERSION=1.16.0
@@ -31,6 +34,19 @@ CARGO_TARGET_DIR="$TARGET/bench-floor-record" floor --out-dir build-record --fea
 # Not --locked: this lock file follows decider-core's dependencies, which change without it.
 CARGO_TARGET_DIR="$TARGET/bench-wasm-micro" cargo build --release --target wasm32-unknown-unknown --manifest-path bench/wasm-micro/Cargo.toml
 cargo build --release --locked -p decider-cli
+against=()
+for rev in ${BENCH_AGAINST:-}; do
+  sha=$(git rev-parse --short "$rev^{commit}") dir="$TARGET/bench-against/$sha"
+  if [[ ! -f "$dir/build/index.js" ]]; then
+    rm -rf "$dir" && mkdir -p "$dir/src"
+    git archive "$sha" | tar -x -C "$dir/src"
+    (cd "$dir/src" && CARGO_TARGET_DIR="$TARGET/bench-against/target" WASM_OPT_BIN="$ROOT/node_modules/.bin/wasm-opt" \
+      bash scripts/build-worker.sh --out-dir ../build) >&2
+  fi
+  against+=("$sha=$dir/build")
+done
+# Read by bench/lib.mjs: "sha=build-dir ...".
+export BENCH_AGAINST_BUILDS="${against[*]}"
 [[ "$("$OHA" --version 2>/dev/null)" == *"$OHA_VERSION"* ]] || cargo install oha --version "$OHA_VERSION" --locked --root .tools
 
 rm -f "$RESULTS"/*.json && mkdir -p "$RESULTS"
@@ -57,7 +73,9 @@ mkdir -p "$priors"
 "$DECIDER" simulate --rows 40000 --seed 20261130 --out "$priors/train.jsonl"
 "$DECIDER" train --data "$priors/train.jsonl" --seed 42 --learning-rate 0.5 --max-leaves 127 --max-rounds 16 --base priors --quiet --out "$priors/model.json"
 DECIDER_MODEL="$priors/model.json" bash scripts/build-worker.sh --out-dir "$priors/build" >&2
-printf '{"ours": %s, "floor": %s, "priors_model": %s}\n' "$(size build/index_bg.wasm)" "$(size bench/floor-worker/build/index_bg.wasm)" "$(size "$priors/build/index_bg.wasm")" > "$RESULTS/sizes.json"
+against_sizes=$(for a in "${against[@]}"; do printf '"%s": %s,' "${a%%=*}" "$(size "${a#*=}/index_bg.wasm")"; done)
+printf '{"ours": %s, "floor": %s, "priors_model": %s, "against": {%s}}\n' "$(size build/index_bg.wasm)" "$(size bench/floor-worker/build/index_bg.wasm)" \
+  "$(size "$priors/build/index_bg.wasm")" "${against_sizes%,}" > "$RESULTS/sizes.json"
 
 git diff --quiet "$commit" -- "${measured[@]}" || dirty=true
 version() { node -p "require('./node_modules/$1/package.json').version"; }
