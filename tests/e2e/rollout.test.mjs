@@ -428,4 +428,86 @@ describe("automatic rollout (the ROLLOUT Durable Object)", () => {
     }
     expect((await post('{"v": 1, "rows": []}')).status).toBe(202);
   });
+
+  /**
+   * Rules beating the model on the holdout arm. The model routes the test's state to
+   * route_a and a rule table sends everything to route_c; route_a's origin answers after
+   * 120 ms, beyond ROLLOUT_SLO_MS, so every model decision fails and every held-out one
+   * succeeds. Routed requests from fresh users (half of them held out), a cron run after
+   * each round, until the setting is "rules" or `rounds` pass.
+   */
+  async function holdoutLoses(switchToRules, rounds) {
+    const slow = await startOrigin("SLOW");
+    slow.behave = (_req, res) => setTimeout(() => res.writeHead(200, { "content-type": "text/plain" }).end("slow"), 120);
+    try {
+      const w = await worker({
+        ...FAST,
+        CANARY_PERCENT: "50",
+        ROLLOUT_SLO_MS: "50",
+        ROLLOUT_RULES_SWITCH: String(switchToRules),
+        ORIGIN_ROUTE_A: slow.url,
+        RULES: JSON.stringify({ version: "all-c", rules: [{ name: "c", when: {}, action: "route_c" }] }),
+      }, STORE);
+      const cronWorker = await w.mf.getWorker();
+      const arms = { holdout: 0, champion: 0 };
+      let user = 0;
+      for (let r = 0; r < rounds; r++) {
+        for (let i = 0; i < 40; i++) {
+          const line = await routed(w, { "x-user": `h-${r}-${user++}` });
+          expect(line.action).toBe(line.arm === "holdout" ? "route_c" : "route_a");
+          arms[line.arm]++;
+        }
+        await new Promise((res) => setTimeout(res, 1100));
+        await (await w.fetch("/v1/health")).arrayBuffer();
+        await new Promise((res) => setTimeout(res, 1100));
+        expect((await cronWorker.scheduled({ cron: "* * * * *" })).outcome).toBe("ok");
+        const h = await (await w.health()).json();
+        if (h.rollout.store.state.alarms.some((a) => a.kind === "holdout") && (!switchToRules || h.rollout.setting === "rules")) break;
+      }
+      expect(arms.holdout).toBeGreaterThan(10);
+      expect(arms.champion).toBeGreaterThan(10);
+      return w;
+    } finally {
+      await slow.close();
+    }
+  }
+
+  test("rules beating the model on the holdout arm raise an alarm; ROLLOUT_RULES_SWITCH puts every decision on rules", async () => {
+    const w = await holdoutLoses(true, 8);
+    const alarm = await w.waitForLog((l) => l.event === "rollout_alarm");
+    expect(alarm.alarm).toMatchObject({ kind: "holdout", holdout: { verdict: "worse" } });
+    expect(alarm.alarm.text).toMatch(/^rules beat the model on the holdout arm/);
+    const changes = w.logs.filter((l) => l.event === "rollout");
+    expect(changes.map((c) => [c.to, c.why])).toEqual([["rules", "rules_beat_model"]]);
+    const h = await (await w.health()).json();
+    expect(h.rollout.setting).toBe("rules");
+    // Every decision now comes from rules: routed ones held out, /v1/decide ones too.
+    for (let i = 0; i < 10; i++) {
+      const line = await routed(w, { "x-user": `after-${i}` });
+      expect(line).toMatchObject({ arm: "holdout", source: "rules", fallback_reason: "holdout", action: "route_c" });
+    }
+    const d = await (await w.decide({ state: EXAMPLE_STATE }, { "x-user": "after-decide" })).json();
+    expect(d).toMatchObject({ source: "rules", action: "route_c" });
+    // decider report, on the Worker's own log lines, says the same.
+    const dir = mkdtempSync(path.join(tmpdir(), "rollout-"));
+    const file = path.join(dir, "worker.log");
+    writeFileSync(file, w.stdoutLines.join("\n") + "\n");
+    const cli = process.env.DECIDER_BIN || path.join(ROOT, "target/debug/decider");
+    const run = spawnSync(cli, ["report", "--json", "--logs", file], { encoding: "utf8" });
+    expect(run.status, run.stderr).toBe(0);
+    const verdict = JSON.parse(run.stdout).verdicts.find((v) => v.kind === "rollout");
+    expect(verdict.action).toBe("switched to rules");
+  }, 120_000);
+
+  test("without ROLLOUT_RULES_SWITCH the holdout alarm is raised and the model keeps deciding", async () => {
+    const w = await holdoutLoses(false, 8);
+    const alarm = await w.waitForLog((l) => l.event === "rollout_alarm");
+    expect(alarm.alarm.kind).toBe("holdout");
+    expect(w.logs.filter((l) => l.event === "rollout")).toEqual([]);
+    const h = await (await w.health()).json();
+    expect(h.rollout.setting).not.toBe("rules");
+    expect(h.rollout.store.state.alarms.map((a) => a.kind)).toContain("holdout");
+    const d = await (await w.decide({ state: EXAMPLE_STATE }, { "x-user": "after-decide" })).json();
+    expect(d.source).toBe("model");
+  }, 120_000);
 });
