@@ -1,8 +1,7 @@
 // Cold start: a fresh workerd started through Miniflare's Node API, to the first answered
 // POST /v1/decide, for edge-decider, the empty workers-rs Worker, a second copy of it (the
 // A/A control) and the empty Worker doing a decision's I/O (with BENCH_AGAINST, edge-decider
-// at those commits too). Per round the four start in turn
-// (order rotating), each in a new workerd;
+// at those commits too). Per round they start in turn (order rotating), each in a new workerd;
 // `total_ms` runs from `new Miniflare` to the first answer (workerd start, wasm compile,
 // isolate start, first request), `first_ms` is the first request alone, `second_ms` the next
 // one. One unmeasured start first, so that this Node process loading Miniflare's code counts
