@@ -127,15 +127,17 @@ impl Model {
                 a.model.kind
             )));
         }
-        let finite = |v: f64, what: &str| {
+        // The name is built only for a value that is not finite: a network base has hundreds
+        // of weights, and this runs at every isolate's start.
+        fn finite(v: f64, what: impl FnOnce() -> String) -> Result<(), ArtifactError> {
             if v.is_finite() {
                 Ok(())
             } else {
-                Err(ArtifactError::NonFinite(what.to_string()))
+                Err(ArtifactError::NonFinite(what()))
             }
-        };
+        }
         let t = a.calibration.temperature;
-        finite(t, "calibration.temperature")?;
+        finite(t, || "calibration.temperature".into())?;
         if !(t > 0.0 && t <= 100.0) {
             return Err(ArtifactError::Range {
                 field: "calibration.temperature",
@@ -143,7 +145,7 @@ impl Model {
                 got: t,
             });
         }
-        finite(a.threshold, "threshold")?;
+        finite(a.threshold, || "threshold".into())?;
         if !(0.0..=1.0).contains(&a.threshold) {
             return Err(ArtifactError::Range {
                 field: "threshold",
@@ -152,8 +154,8 @@ impl Model {
             });
         }
         for (name, [lo, hi]) in a.feature_ranges.pairs() {
-            finite(lo, name)?;
-            finite(hi, name)?;
+            finite(lo, || name.into())?;
+            finite(hi, || name.into())?;
             if lo > hi {
                 return Err(ArtifactError::Shape(format!(
                     "feature_ranges.{name} has min {lo} > max {hi}"
@@ -167,7 +169,7 @@ impl Model {
             )));
         }
         for (k, v) in a.model.base_score.iter().enumerate() {
-            finite(*v, &format!("model.base_score[{k}]"))?;
+            finite(*v, || format!("model.base_score[{k}]"))?;
         }
         let linear = match &a.model.linear {
             None => None,
@@ -181,7 +183,7 @@ impl Model {
                     })?;
                 for (f, row) in rows.iter().enumerate() {
                     for (k, v) in row.iter().enumerate() {
-                        finite(*v, &format!("model.linear[{f}][{k}]"))?;
+                        finite(*v, || format!("model.linear[{f}][{k}]"))?;
                     }
                 }
                 Some(Box::new(*rows))
@@ -202,16 +204,19 @@ impl Model {
             }
             for j in 0..units {
                 for (f, v) in h.weights[j].iter().enumerate() {
-                    finite(*v, &format!("model.hidden.weights[{j}][{f}]"))?;
+                    finite(*v, || format!("model.hidden.weights[{j}][{f}]"))?;
                 }
-                finite(h.bias[j], &format!("model.hidden.bias[{j}]"))?;
+                finite(h.bias[j], || format!("model.hidden.bias[{j}]"))?;
                 for (k, v) in h.output[j].iter().enumerate() {
-                    finite(*v, &format!("model.hidden.output[{j}][{k}]"))?;
+                    finite(*v, || format!("model.hidden.output[{j}][{k}]"))?;
                 }
             }
         }
-        let mut nodes = Vec::new();
-        let mut leaves = Vec::new();
+        // Every node is placed once: reserving them all spares the copies (and in wasm the
+        // memory growth) of growing by doubling.
+        let total: usize = a.model.trees.iter().map(|t| t.feature.len()).sum();
+        let mut nodes = Vec::with_capacity(total);
+        let mut leaves = Vec::with_capacity(total);
         let mut roots = Vec::with_capacity(a.model.trees.len());
         let mut depths = Vec::with_capacity(a.model.trees.len());
         for (ti, tree) in a.model.trees.iter().enumerate() {
