@@ -58,6 +58,8 @@ use decider_core::{encode, State, ENCODER_VERSION};
 use error::ApiError;
 use isolate::Isolate;
 use serde_json::json;
+use std::future::Future;
+use std::pin::Pin;
 use worker::{event, Context, Env, Method, Request, Response, ScheduleContext, ScheduledEvent};
 
 #[event(start)]
@@ -107,29 +109,38 @@ fn is_api_path(path: &str) -> bool {
     p.len() >= 3 && p[..3].eq_ignore_ascii_case(b"/v1") && (p.len() == 3 || p[3] == b'/')
 }
 
+/// A future of its own, polled through a pointer rather than inlined into its caller's:
+/// V8 compiles a wasm function when it is first called, so an isolate's first request
+/// compiles the code of its own route (and backend), not every route's.
+pub(crate) fn apart<'a, T>(
+    f: impl Future<Output = T> + 'a,
+) -> Pin<Box<dyn Future<Output = T> + 'a>> {
+    Box::pin(f)
+}
+
 /// Dispatches a request. `Err` is an internal failure.
 async fn route(mut req: Request, env: &Env, iso: &Isolate) -> worker::Result<Response> {
     let path = req.path();
     if !is_api_path(&path) {
-        return route::handle(req, env, iso).await;
+        return apart(route::handle(req, env, iso)).await;
     }
     let method = req.method();
     let result = match path.as_str() {
         "/v1/decide" => match method {
-            Method::Post => decide::handle(&mut req, iso).await,
+            Method::Post => apart(decide::handle(&mut req, iso)).await,
             m => Err(ApiError::method_not_allowed(m.as_ref(), "POST")),
         },
         "/v1/health" => match method {
-            Method::Get | Method::Head => health(&req, env, iso).await,
+            Method::Get | Method::Head => apart(health(&req, env, iso)).await,
             m => Err(ApiError::method_not_allowed(m.as_ref(), "GET, HEAD")),
         },
         "/v1/outcome" => match method {
-            Method::Post => outcome::handle(&mut req, iso).await,
+            Method::Post => apart(outcome::handle(&mut req, iso)).await,
             m => Err(ApiError::method_not_allowed(m.as_ref(), "POST")),
         },
-        "/v1/admin/signals" => signals::admin(&mut req, env, iso).await,
+        "/v1/admin/signals" => apart(signals::admin(&mut req, env, iso)).await,
         "/v1/debug/encode" if iso.cfg.debug_endpoints => match method {
-            Method::Post => debug_encode(&mut req).await,
+            Method::Post => apart(debug_encode(&mut req)).await,
             m => Err(ApiError::method_not_allowed(m.as_ref(), "POST")),
         },
         "/v1/debug/trap" if iso.cfg.debug_endpoints => match method {
