@@ -40,7 +40,9 @@ for rev in ${BENCH_AGAINST:-}; do
   if [[ ! -f "$dir/build/index.js" ]]; then
     rm -rf "$dir" && mkdir -p "$dir/src"
     git archive "$sha" | tar -x -C "$dir/src"
-    (cd "$dir/src" && CARGO_TARGET_DIR="$TARGET/bench-against/target" WASM_OPT_BIN="$ROOT/node_modules/.bin/wasm-opt" \
+    # A target directory per commit: git archive gives files their commit's time, and cargo,
+    # which judges a path crate fresh by mtime, would take another commit's build for it.
+    (cd "$dir/src" && CARGO_TARGET_DIR="$dir/target" WASM_OPT_BIN="$ROOT/node_modules/.bin/wasm-opt" \
       bash scripts/build-worker.sh --out-dir ../build) >&2
   fi
   against+=("$sha=$dir/build")
