@@ -44,7 +44,7 @@ pub async fn decide(iso: &Isolate, state: &State, gates: Gates, ctx: Context) ->
     let decider = iso.decider_for(ctx.arm);
     let remote = match &iso.ai {
         Some(ai) if decider.needs_remote(gates) => {
-            let (outcome, detail) = crate::apart(crate::ai::infer(ai, &iso.cfg, state)).await;
+            let (outcome, detail) = crate::js::apart(crate::ai::infer(ai, &iso.cfg, state)).await;
             Some(Remote { outcome, detail })
         }
         _ => None,

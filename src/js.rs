@@ -1,15 +1,23 @@
 //! The JavaScript runtime's primitives the Worker's I/O is made of, each written once: a
-//! `fetch` raced against a deadline, a future bounded in time, the text of a JS error, and
-//! a promise left to settle unobserved.
+//! `fetch` raced against a deadline, a future bounded in time, a future polled apart, the
+//! text of a JS error, and a promise left to settle unobserved.
 
 use decider_core::record::{clip_to, TEXT_BYTES};
 use futures_util::future::{select, Either};
 use js_sys::futures::JsFuture;
 use js_sys::Promise;
 use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{AbortController, Request, RequestInit, Response, WorkerGlobalScope};
+
+/// A future of its own, polled through a pointer rather than inlined into its caller's:
+/// V8 compiles a wasm function when it is first called, so an isolate's first request
+/// compiles the code of its own route (and backend), not every route's.
+pub fn apart<'a, T>(f: impl Future<Output = T> + 'a) -> Pin<Box<dyn Future<Output = T> + 'a>> {
+    Box::pin(f)
+}
 
 /// What a fetch raced against a deadline came to.
 #[derive(Debug)]

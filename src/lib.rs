@@ -57,9 +57,8 @@ pub mod upload;
 use decider_core::{encode, State, ENCODER_VERSION};
 use error::ApiError;
 use isolate::Isolate;
+use js::apart;
 use serde_json::json;
-use std::future::Future;
-use std::pin::Pin;
 use worker::{event, Context, Env, Method, Request, Response, ScheduleContext, ScheduledEvent};
 
 #[event(start)]
@@ -107,15 +106,6 @@ async fn scheduled(event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
 fn is_api_path(path: &str) -> bool {
     let p = path.as_bytes();
     p.len() >= 3 && p[..3].eq_ignore_ascii_case(b"/v1") && (p.len() == 3 || p[3] == b'/')
-}
-
-/// A future of its own, polled through a pointer rather than inlined into its caller's:
-/// V8 compiles a wasm function when it is first called, so an isolate's first request
-/// compiles the code of its own route (and backend), not every route's.
-pub(crate) fn apart<'a, T>(
-    f: impl Future<Output = T> + 'a,
-) -> Pin<Box<dyn Future<Output = T> + 'a>> {
-    Box::pin(f)
 }
 
 /// Dispatches a request. `Err` is an internal failure.
