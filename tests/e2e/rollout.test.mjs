@@ -315,6 +315,16 @@ describe("automatic rollout (the ROLLOUT Durable Object)", () => {
     expect(new Set(answers.absent.map((a) => a.status))).toEqual(new Set([200]));
   });
 
+  /** `decider report`'s rollout verdict on the Worker's own log lines. */
+  function rolloutVerdict(w) {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), "rollout-")), "worker.log");
+    writeFileSync(file, w.stdoutLines.join("\n") + "\n");
+    const cli = process.env.DECIDER_BIN || path.join(ROOT, "target/debug/decider");
+    const run = spawnSync(cli, ["report", "--json", "--logs", file], { encoding: "utf8" });
+    expect(run.status, run.stderr).toBe(0);
+    return JSON.parse(run.stdout).verdicts.find((v) => v.kind === "rollout");
+  }
+
   /**
    * Drives a rollout: `/v1/decide` calls from fresh users with their outcomes reported
    * (reward 1 for `good` actions), a cron run after each round, until the share stops
@@ -374,13 +384,7 @@ describe("automatic rollout (the ROLLOUT Durable Object)", () => {
       expect(d.model_version).toBe("challenger-test");
     }
     // decider report, on the Worker's own log lines, says to ship it.
-    const dir = mkdtempSync(path.join(tmpdir(), "rollout-"));
-    const file = path.join(dir, "worker.log");
-    writeFileSync(file, w.stdoutLines.join("\n") + "\n");
-    const cli = process.env.DECIDER_BIN || path.join(ROOT, "target/debug/decider");
-    const run = spawnSync(cli, ["report", "--json", "--logs", file], { encoding: "utf8" });
-    expect(run.status, run.stderr).toBe(0);
-    const verdict = JSON.parse(run.stdout).verdicts.find((v) => v.kind === "rollout");
+    const verdict = rolloutVerdict(w);
     expect(verdict.action).toBe("ship the challenger");
   }, 180_000);
 
@@ -489,13 +493,7 @@ describe("automatic rollout (the ROLLOUT Durable Object)", () => {
     const d = await (await w.decide({ state: EXAMPLE_STATE }, { "x-user": "after-decide" })).json();
     expect(d).toMatchObject({ source: "rules", action: "route_c" });
     // decider report, on the Worker's own log lines, says the same.
-    const dir = mkdtempSync(path.join(tmpdir(), "rollout-"));
-    const file = path.join(dir, "worker.log");
-    writeFileSync(file, w.stdoutLines.join("\n") + "\n");
-    const cli = process.env.DECIDER_BIN || path.join(ROOT, "target/debug/decider");
-    const run = spawnSync(cli, ["report", "--json", "--logs", file], { encoding: "utf8" });
-    expect(run.status, run.stderr).toBe(0);
-    const verdict = JSON.parse(run.stdout).verdicts.find((v) => v.kind === "rollout");
+    const verdict = rolloutVerdict(w);
     expect(verdict.action).toBe("switched to rules");
   }, 120_000);
 
