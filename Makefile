@@ -37,16 +37,20 @@ export CARGO_TERM_COLOR ?= auto
 export WRANGLER_SEND_METRICS := false
 WRANGLER := node_modules/.bin/wrangler
 
-# What the wasm build depends on; build/index.js is rebuilt only when one changes.
+# What the wasm builds depend on; each build/index.js is rebuilt only when one changes.
 WORKER_INPUTS := Cargo.toml Cargo.lock build.rs scripts/build-worker.sh model/decision-model.json rules/default.json \
 	$(shell find src crates/decider-core/src crates/decider-core/Cargo.toml -type f 2>/dev/null)
+# The control plane (workers/rollout): its own crate over decider-rollout.
+ROLLOUT_INPUTS := Cargo.toml Cargo.lock scripts/build-worker.sh \
+	$(shell find workers/rollout/src workers/rollout/Cargo.toml crates/decider-rollout/src crates/decider-rollout/Cargo.toml crates/decider-core/src crates/decider-core/Cargo.toml -type f 2>/dev/null)
+ROLLOUT_BUILD := workers/rollout/build/index.js
 
-.PHONY: help setup tools node node-runtime env dev build test fmt doc-refs structure clippy cargo-test doc cli e2e deploy size skew clean
+.PHONY: help setup tools node node-runtime env dev build build-rollout test fmt doc-refs structure clippy cargo-test doc cli e2e deploy size skew clean
 
 help:
-	@echo "make dev     set up what is missing, build, and serve on 127.0.0.1:\$$PORT (default 8787); DEV_ARGS go to wrangler dev"
-	@echo "make test    set up, then fmt, doc references, module structure, clippy, cargo test, cargo doc, wasm build, end-to-end tests in workerd"
-	@echo "make deploy  wrangler deploy (ENV=workers-ai for the Workers AI environment)"
+	@echo "make dev     set up what is missing, build both Workers, and serve on 127.0.0.1:\$$PORT (default 8787); DEV_ARGS go to wrangler dev"
+	@echo "make test    set up, then fmt, doc references, module structure, clippy, cargo test, cargo doc, wasm builds, end-to-end tests in workerd"
+	@echo "make deploy  wrangler deploy: the control plane (workers/rollout) first, then the serving Worker (ENV=workers-ai for that environment)"
 	@echo "make size    raw and gzip size of the built wasm"
 	@echo "make structure  no import circle among the modules of any crate (scripts/check-structure.py)"
 	@echo "make env     print the PATH line that puts the Makefile's Node first (eval \"\$$(make -s env)\")"
@@ -102,10 +106,17 @@ env: node-runtime
 
 ## ---- build --------------------------------------------------------------------
 
-build: build/index.js
+build: build/index.js $(ROLLOUT_BUILD)
 
 build/index.js: $(WORKER_INPUTS) | tools node
 	bash scripts/build-worker.sh
+	@touch $@
+
+# The control plane alone (its wrangler.toml's [build] command).
+build-rollout: $(ROLLOUT_BUILD)
+
+$(ROLLOUT_BUILD): $(ROLLOUT_INPUTS) | tools node
+	bash scripts/build-worker.sh --crate workers/rollout
 	@touch $@
 
 # The same Worker with a challenger model embedded (tests/fixtures/challenger-model.json), for
@@ -115,15 +126,28 @@ build/challenger/index.js: $(WORKER_INPUTS) tests/fixtures/challenger-model.json
 	@touch $@
 
 size: build
-	@raw=$$(stat -c %s build/index_bg.wasm); gz=$$(gzip -9 -c build/index_bg.wasm | wc -c); \
-	echo "build/index_bg.wasm: $$raw bytes raw, $$gz bytes gzip -9"
+	@for w in build/index_bg.wasm workers/rollout/build/index_bg.wasm; do \
+		raw=$$(stat -c %s $$w); gz=$$(gzip -9 -c $$w | wc -c); \
+		echo "$$w: $$raw bytes raw, $$gz bytes gzip -9"; \
+	done
 
 ## ---- run ----------------------------------------------------------------------
 
-dev: setup build
-	$(WRANGLER) dev --ip 127.0.0.1 --port $(PORT) $(DEV_ARGS)
+# Both Workers in one wrangler session: the serving Worker (first config: its port, its
+# requests) binds the control plane's object across scripts.
+dev: setup build .dev.vars
+	$(WRANGLER) dev -c wrangler.toml -c workers/rollout/wrangler.toml --ip 127.0.0.1 --port $(PORT) $(DEV_ARGS)
 
+# Local secrets for `make dev` (never deployed): .dev.vars.example with a decision id key of
+# this checkout's own. An existing .dev.vars is left as it is.
+.dev.vars: | node-runtime
+	@key=$$(node -e 'console.log(require("crypto").randomBytes(32).toString("hex"))'); \
+	sed "s/^DECISION_ID_KEY=.*/DECISION_ID_KEY=$$key/" .dev.vars.example > $@
+	@echo "wrote $@ from .dev.vars.example, with a random DECISION_ID_KEY"
+
+# The control plane first: the serving Worker binds its object by script_name.
 deploy: setup build
+	$(WRANGLER) deploy -c workers/rollout/wrangler.toml $(if $(ENV),--env $(ENV))
 	$(WRANGLER) deploy $(if $(ENV),--env $(ENV))
 
 ## ---- test ---------------------------------------------------------------------
@@ -174,7 +198,7 @@ structure:
 	python3 scripts/check-structure.py
 
 clean:
-	rm -rf build .wrangler
+	rm -rf build .wrangler workers/rollout/build
 
 # --- bench (perf) ---
 # One run, then docs/reports/BENCHMARKS.md rendered from its result files (bench/results/):

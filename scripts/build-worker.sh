@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# Builds the Worker (build/index.js, the main module, and its wasm) with local wasm-bindgen
+# Builds a Worker (build/index.js, the main module, and its wasm) with local wasm-bindgen
 # and wasm-opt, in Cargo.toml's `worker` profile (release, optimised for size).
 # worker-build would otherwise download both from GitHub, which this network cannot reach.
-# Used by `make build` and by wrangler.toml's [build] command. Arguments go to worker-build
-# (`--out-dir DIR`, `--no-opt`).
+# Used by `make build` / `make build-rollout` and by each wrangler.toml's [build] command.
+# `--crate DIR` builds the Worker crate in DIR (default: the serving Worker, the root crate),
+# into DIR/build; the other arguments go to worker-build (`--out-dir DIR`, `--no-opt`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="${CARGO_HOME:-$HOME/.cargo}/bin"
 export PATH="$bin:$PATH"
 export WASM_BINDGEN_BIN="${WASM_BINDGEN_BIN:-$bin/wasm-bindgen}"
 export WASM_OPT_BIN="${WASM_OPT_BIN:-$PWD/node_modules/.bin/wasm-opt}"
+if [[ "${1:-}" == --crate ]]; then
+  cd "$2"
+  shift 2
+fi
 worker-build --profile worker "$@"
 
 out=build no_opt=false

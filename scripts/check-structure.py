@@ -1,8 +1,17 @@
 #!/usr/bin/env python3
-"""No import circle among the modules of a Rust crate.
+"""No import circle among the modules of a Rust crate, and the planes kept apart.
 
 Builds the module import graph of each crate and fails (exit 1) when one crate has a cycle,
-naming each as `a -> b -> a` with the line that makes every edge.
+naming each as `a -> b -> a` with the line that makes every edge. Then checks the layers
+(`PLANES`): which crate may depend on which, and which may do I/O. What it checks, by name:
+
+- `data plane without control plane`: the serving Worker (the root crate, `src/`) neither
+  depends on `decider-rollout` nor names `decider_rollout` in its code: nothing of the judge,
+  its state or its rules is in the wasm every routing isolate loads.
+- `pure libraries`: decider-core and decider-rollout depend on no `worker`, `web-sys`,
+  `js-sys` or `wasm-bindgen`, and their code names none of them: no I/O.
+- `control plane apart`: the control plane Worker (`workers/rollout`) does not depend on the
+  serving Worker's crate, nor the serving Worker on it.
 
     python3 scripts/check-structure.py              # the crates of this repository
     python3 scripts/check-structure.py DIR...       # the crates whose src/ folders these are
@@ -33,7 +42,22 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_DIRS = ["src", "crates/decider-core/src", "crates/decider-cli/src"]
+DEFAULT_DIRS = [
+    "src",
+    "crates/decider-core/src",
+    "crates/decider-rollout/src",
+    "crates/decider-cli/src",
+    "workers/rollout/src",
+]
+
+# (name, crate folder, crates its Cargo.toml must not depend on, paths its code must not name)
+IO_CRATES = ["worker", "web-sys", "js-sys", "wasm-bindgen"]
+PLANES = [
+    ("data plane without control plane", ".", ["decider-rollout", "edge-decider-rollout"], ["decider_rollout"]),
+    ("pure libraries", "crates/decider-core", IO_CRATES + ["decider-rollout"], ["worker", "web_sys", "js_sys", "wasm_bindgen", "decider_rollout"]),
+    ("pure libraries", "crates/decider-rollout", IO_CRATES, ["worker", "web_sys", "js_sys", "wasm_bindgen"]),
+    ("control plane apart", "workers/rollout", ["edge-decider"], ["edge_decider"]),
+]
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 # At most this many cycles are named per strongly connected group (their number grows fast).
 MAX_CYCLES = 40
@@ -501,6 +525,53 @@ mod tests;
 }
 
 
+def dependencies(cargo_toml):
+    """The crate names a Cargo.toml depends on ([dependencies], [build-dependencies] and
+    target-specific tables; not [dev-dependencies])."""
+    deps, table = set(), None
+    with open(cargo_toml, encoding="utf-8") as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if line.startswith("["):
+                name = line.strip("[] ")
+                # A crate's own tables; the workspace's table only declares versions.
+                own = re.fullmatch(r"((target\.[^ ]+)\.)?(build-)?dependencies", name)
+                table = name if own else None
+                continue
+            m = re.match(r"([A-Za-z0-9_-]+)\s*=", line)
+            if table and m:
+                deps.add(m.group(1))
+    return deps
+
+
+def check_planes(root, planes, out):
+    """Each plane's rule: the dependencies its Cargo.toml must not have and the paths its
+    code must not name. Answers the broken rules' names."""
+    broken = []
+    for name, folder, no_deps, no_paths in planes:
+        crate = os.path.join(root, folder)
+        bad = sorted(dependencies(os.path.join(crate, "Cargo.toml")) & set(no_deps))
+        for d in bad:
+            out.append(f"{name}: {folder}/Cargo.toml depends on {d}")
+        src = os.path.join(crate, "src")
+        for dirpath, _, files in os.walk(src):
+            for fn in sorted(files):
+                if not fn.endswith(".rs"):
+                    continue
+                path = os.path.join(dirpath, fn)
+                with open(path, encoding="utf-8") as f:
+                    code = drop_test_items(strip_comments_and_literals(f.read()))
+                for p in no_paths:
+                    for m in re.finditer(r"(?<![A-Za-z0-9_:])" + p + r"::", code):
+                        line = code.count("\n", 0, m.start()) + 1
+                        rel = os.path.relpath(path, root)
+                        out.append(f"{name}: {rel}:{line} names {p}")
+                        bad.append(p)
+        if bad:
+            broken.append(name)
+    return broken
+
+
 def self_test():
     failures = []
 
@@ -547,6 +618,24 @@ def self_test():
         with open(os.path.join(d, "src/c/d.rs"), "w", encoding="utf-8") as f:
             f.write("pub fn g() {}\n")
         expect("fixed", check(os.path.join(d, "src"), "fixture", []), [])
+    with tempfile.TemporaryDirectory() as d:
+        for rel, text in {
+            "a/Cargo.toml": "[dependencies]\nfoo = \"1\"\n[dev-dependencies]\nbar = \"1\"\n",
+            "a/src/lib.rs": "use baz::x; // bar::y\nfn f() { qux::z(); }\n",
+        }.items():
+            p = os.path.join(d, rel)
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+            with open(p, "w", encoding="utf-8") as f:
+                f.write(text)
+        out = []
+        expect("planes clean", check_planes(d, [("rule", "a", ["bar"], ["bar"])], out), [])
+        out = []
+        broken = check_planes(d, [("rule", "a", ["foo"], ["baz", "qux"])], out)
+        expect("planes broken", (broken, out), (["rule"], [
+            "rule: a/Cargo.toml depends on foo",
+            "rule: a/src/lib.rs:1 names baz",
+            "rule: a/src/lib.rs:2 names qux",
+        ]))
     for f in failures:
         print(f"self-test: {f}")
     print("self-test: " + ("FAILED" if failures else "ok"))
@@ -564,6 +653,11 @@ def main(argv):
             return 2
         label = os.path.relpath(os.path.abspath(src), ROOT) if os.path.abspath(src).startswith(ROOT) else src
         bad += bool(check(src, label, out))
+    if not argv[1:]:
+        broken = check_planes(ROOT, PLANES, out)
+        bad += len(broken)
+        names = sorted({p[0] for p in PLANES})
+        out.append("planes: " + ("; ".join(f"{n}: " + ("BROKEN" if n in broken else "ok") for n in names)))
     print("\n".join(out))
     return 1 if bad else 0
 

@@ -1,34 +1,30 @@
-//! Configuration from wrangler vars: one table, [`VARS`], that parsing, `/v1/health` and the
-//! README's configuration table all follow.
+//! The serving Worker's configuration from wrangler vars: one table, [`VARS`], that parsing,
+//! `/v1/health` and the README's configuration table all follow ([`decider_core::vars`]).
 //!
 //! Every variable has a safe default. An invalid value never crashes the Worker: it is
 //! replaced by the default and reported in [`Config::errors`], which `/v1/health` shows.
 //! Parsing is pure (a lookup function in, a [`Config`] out), so it is tested natively, and it
-//! runs once per isolate.
+//! runs once per isolate. The rollout's policy (`ROLLOUT_STEPS`, `ROLLOUT_ALPHA`, …) is the
+//! control plane's configuration (`workers/rollout`), not this one.
 
+use decider_core::decision_id::check_key;
 use decider_core::failover::Failover;
 use decider_core::monitor::Params as MonitorParams;
 use decider_core::regions::Regions;
 use decider_core::request_types::RequestTypes;
-use decider_core::rollout::{policy, CanaryKey, SuccessRule};
+use decider_core::rollout::{CanaryKey, SuccessRule};
+use decider_core::var;
+use decider_core::vars::{self, flag, int, Var};
 use decider_core::{Action, Explore, Params, RuleTable, Threshold, ACTIONS, DEFAULT_RULES_JSON};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 mod kinds;
 mod parse;
+pub use decider_core::vars::{ConfigIssue, Visibility};
 pub use kinds::{BackendKind, RolloutSettings, RulesSource, Secret};
 pub use parse::parse_origin;
-use parse::{flag, int, parse_url};
-
-/// One invalid variable: which, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigIssue {
-    /// The variable name.
-    pub var: &'static str,
-    /// What was wrong and which default replaced it.
-    pub message: String,
-}
+use parse::parse_url;
 
 /// The configuration in force, every value checked.
 #[derive(Debug, Clone)]
@@ -91,6 +87,10 @@ pub struct Config {
     pub admin_token: Option<Secret>,
     /// Bearer token of `POST /v1/outcome` (`OUTCOME_TOKEN`, a secret).
     pub outcome_token: Option<Secret>,
+    /// The key decision ids are signed with (`DECISION_ID_KEY`, a secret).
+    pub decision_id_key: Option<Secret>,
+    /// The key they were signed with before a rotation (`DECISION_ID_KEY_PREVIOUS`).
+    pub decision_id_key_previous: Option<Secret>,
     /// Invalid variables, each replaced by its default.
     pub errors: Vec<ConfigIssue>,
 }
@@ -126,64 +126,16 @@ impl Default for Config {
             monitor: MonitorParams::default(),
             admin_token: None,
             outcome_token: None,
+            decision_id_key: None,
+            decision_id_key_previous: None,
             errors: Vec::new(),
         }
     }
 }
 
-/// Who may see a variable's value in `/v1/health`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Visibility {
-    /// Anyone.
-    Public,
-    /// Only a caller with the admin token (origins and routing details).
-    Admin,
-    /// Nobody: only whether it is set.
-    Secret,
-}
-
-/// One configuration variable: its name, how it is parsed, its default and what it means.
-pub struct Var {
-    /// The wrangler var name.
-    pub name: &'static str,
-    /// The default, as the README shows it.
-    pub default: &'static str,
-    /// What it does, as the README shows it.
-    pub description: &'static str,
-    /// Who may see its value.
-    pub visibility: Visibility,
-    /// Applies a set value; `Err` says what a valid value looks like (the default stays).
-    parse: fn(&str, &mut Config) -> Result<(), String>,
-    /// The value in force, for `/v1/health`.
-    value: fn(&Config) -> Value,
-}
-
-impl std::fmt::Debug for Var {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Var").field("name", &self.name).finish()
-    }
-}
-
-/// One row of [`VARS`]: name, README default, visibility, README description, then how a set
-/// value is applied and how the value in force is shown. A macro so that a row reads as a
-/// table row, not as a struct literal.
-macro_rules! var {
-    ($name:literal, $default:literal, $vis:ident, $description:expr,
-     parse: $parse:expr, value: $value:expr $(,)?) => {
-        Var {
-            name: $name,
-            default: $default,
-            description: $description,
-            visibility: Visibility::$vis,
-            parse: $parse,
-            value: $value,
-        }
-    };
-}
-
 /// Every variable the Worker reads, in the order `/v1/health` and the README list them.
 #[rustfmt::skip]
-pub const VARS: &[Var] = &[
+pub const VARS: &[Var<Config>] = &[
     var! { "DECISION_BACKEND", "embedded", Public,
         "`embedded`: the artifact built into the wasm; `workers-ai`: a model on Workers AI",
         parse: |s, c| {
@@ -316,33 +268,9 @@ pub const VARS: &[Var] = &[
         parse: |s, c| int(s, 0, 100).map(|v| c.canary_percent = v as u8),
         value: |c| json!(c.canary_percent) },
     var! { "CHALLENGER_PERCENT", "0", Public,
-        "share of routing keys the embedded challenger model (`model/challenger.json`) serves instead of the champion, 0..=100, taken from the canary share by the same sticky buckets; with the `ROLLOUT` binding and `ROLLOUT_AUTO` the judge sets the share instead",
+        "share of routing keys the embedded challenger model (`model/challenger.json`) serves instead of the champion, 0..=100, taken from the canary share by the same sticky buckets; with the `ROLLOUT` binding (the control plane, `workers/rollout`) the judge sets the share instead once it has answered",
         parse: |s, c| int(s, 0, 100).map(|v| c.challenger_percent = v as u8),
         value: |c| json!(c.challenger_percent) },
-    var! { "ROLLOUT_STEPS", "5,20,50,100", Public,
-        "the challenger's shares, in percent of routing keys, step by step; the last (100) promotes it",
-        parse: |s, c| policy::parse_steps(s).map(|v| c.rollout.policy.steps = v),
-        value: |c| json!(c.rollout.policy.steps.as_slice()) },
-    var! { "ROLLOUT_MIN_OUTCOMES", "200", Public,
-        "outcomes the challenger and the champion each need on a step before it may advance (a rollback needs none), 1..=100000000",
-        parse: |s, c| policy::parse_min_outcomes(s).map(|v| c.rollout.policy.min_outcomes = v),
-        value: |c| json!(c.rollout.policy.min_outcomes) },
-    var! { "ROLLOUT_MAX_LOSS", "0", Public,
-        "largest tolerated loss of mean reward before a rollback, in [0, 1] (0.01: one point of success rate)",
-        parse: |s, c| policy::parse_max_loss(s).map(|v| c.rollout.policy.max_loss = v),
-        value: |c| json!(c.rollout.policy.max_loss) },
-    var! { "ROLLOUT_ALPHA", "0.05", Public,
-        "the judge's error rate over the whole rollout, every step and every look included, in [0.000001, 0.5]",
-        parse: |s, c| policy::parse_alpha(s).map(|v| c.rollout.policy.alpha = v),
-        value: |c| json!(c.rollout.policy.alpha) },
-    var! { "ROLLOUT_AUTO", "true", Public,
-        "the judge ramps and rolls back by itself; `false`: it only reports (logs, `/v1/health`) and `CHALLENGER_PERCENT` applies",
-        parse: |s, c| flag(s).map(|v| c.rollout.policy.auto = v),
-        value: |c| json!(c.rollout.policy.auto) },
-    var! { "ROLLOUT_RULES_SWITCH", "false", Public,
-        "when the holdout arm shows rules beating the model, send every decision to rules (otherwise only the alarm)",
-        parse: |s, c| flag(s).map(|v| c.rollout.policy.rules_switch = v),
-        value: |c| json!(c.rollout.policy.rules_switch) },
     var! { "ROLLOUT_SLO_MS", "—", Public,
         "an outcome slower than this is a failure, 1..=600000 ms; unset: status < 500 is success",
         parse: |s, c| {
@@ -352,21 +280,17 @@ pub const VARS: &[Var] = &[
         },
         value: |c| json!(c.rollout.success.slo_ms) },
     var! { "ROLLOUT_FLUSH_S", "10", Public,
-        "an isolate sends its counts to the `ROLLOUT` object at least this often, 1..=3600 s",
+        "an isolate sends its counts to the control plane (`ROLLOUT`) at least this often, 1..=3600 s",
         parse: |s, c| int(s, 1, 3_600).map(|v| c.rollout.flush_s = v),
         value: |c| json!(c.rollout.flush_s) },
     var! { "ROLLOUT_FLUSH_OUTCOMES", "500", Public,
-        "…or once it has counted this many outcomes, 1..=100000",
-        parse: |s, c| int(s, 1, 100_000).map(|v| c.rollout.flush_outcomes = v),
+        "…or once it has counted this many outcomes, 1..=1000",
+        parse: |s, c| int(s, 1, 1_000).map(|v| c.rollout.flush_outcomes = v),
         value: |c| json!(c.rollout.flush_outcomes) },
     var! { "ROLLOUT_CACHE_S", "30", Public,
-        "an isolate reuses the challenger's share read from the `ROLLOUT` object this long, 1..=3600 s",
+        "an isolate reuses the setting read from the control plane this long, 1..=3600 s (each flush's answer renews it too)",
         parse: |s, c| int(s, 1, 3_600).map(|v| c.rollout.cache_s = v),
         value: |c| json!(c.rollout.cache_s) },
-    var! { "ROLLOUT_WINDOW_S", "60", Public,
-        "width of the `ROLLOUT` object's count windows; the judge counts a window once it has ended, 1..=3600 s",
-        parse: |s, c| int(s, 1, 3_600).map(|v| c.rollout.window_s = v),
-        value: |c| json!(c.rollout.window_s) },
     var! { "CANARY_KEY", "ip", Admin,
         "`ip` (`cf-connecting-ip`) or `header:<name>`",
         parse: |s, c| CanaryKey::parse(s).map(|k| c.canary_key = k),
@@ -423,6 +347,22 @@ pub const VARS: &[Var] = &[
             Ok(())
         },
         value: |c| json!(c.outcome_token.is_some()) },
+    var! { "DECISION_ID_KEY", "— (secret)", Secret,
+        "key of the tag every `decision_id` carries (HMAC-SHA-256, at least 16 bytes: `openssl rand -hex 32`); an outcome counts live only for an id it verifies; unset: ids are unsigned and no caller outcome is counted live",
+        parse: |s, c| {
+            check_key(s.as_bytes())?;
+            c.decision_id_key = Some(Secret(s.to_string()));
+            Ok(())
+        },
+        value: |c| json!(c.decision_id_key.is_some()) },
+    var! { "DECISION_ID_KEY_PREVIOUS", "— (secret)", Secret,
+        "the key before a rotation: ids it signed are still accepted (set it to the old key, deploy, then drop it after the outcome horizon)",
+        parse: |s, c| {
+            check_key(s.as_bytes())?;
+            c.decision_id_key_previous = Some(Secret(s.to_string()));
+            Ok(())
+        },
+        value: |c| json!(c.decision_id_key_previous.is_some()) },
 ];
 
 /// An origin base URL for `action`.
@@ -431,43 +371,12 @@ fn origin(s: &str, action: Action, c: &mut Config) -> Result<(), String> {
     Ok(())
 }
 
-/// The longest part of an invalid value quoted back in its error (a `RULES` table can be
-/// kilobytes long).
-const QUOTE_MAX: usize = 80;
-
 impl Config {
     /// Builds the configuration from a variable lookup (`None` or blank: unset), then checks
     /// what no single variable can: `workers-ai` needs `AI_MODEL`.
     pub fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> Config {
         let mut cfg = Config::default();
-        for var in VARS {
-            let Some(raw) = lookup(var.name) else {
-                continue;
-            };
-            let value = raw.trim();
-            if value.is_empty() {
-                continue;
-            }
-            if let Err(why) = (var.parse)(value, &mut cfg) {
-                let mut quoted = format!("{value:?}");
-                if quoted.len() > QUOTE_MAX {
-                    let cut = (0..=QUOTE_MAX)
-                        .rev()
-                        .find(|&i| quoted.is_char_boundary(i))
-                        .unwrap_or(0);
-                    quoted.truncate(cut);
-                    quoted.push('…');
-                }
-                // A secret is never quoted back, not even when invalid.
-                if var.visibility == Visibility::Secret {
-                    quoted = "a value".into();
-                }
-                cfg.errors.push(ConfigIssue {
-                    var: var.name,
-                    message: format!("{why}, got {quoted}; using {}", var.default),
-                });
-            }
-        }
+        cfg.errors = vars::apply(VARS, &mut cfg, lookup);
         if cfg.backend == BackendKind::WorkersAi && cfg.ai_model.is_empty() {
             cfg.errors.push(ConfigIssue {
                 var: "AI_MODEL",
@@ -481,10 +390,7 @@ impl Config {
     /// Every variable's value in force, in table order, with what `admin` may see: public
     /// ones always, routing details only for the admin, secrets only as set or not.
     pub fn values(&self, admin: bool) -> serde_json::Map<String, Value> {
-        VARS.iter()
-            .filter(|v| admin || v.visibility != Visibility::Admin)
-            .map(|v| (v.name.to_string(), (v.value)(self)))
-            .collect()
+        vars::values(VARS, self, admin)
     }
 
     /// A configuration from literal `(name, value)` pairs, for tests.

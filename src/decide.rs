@@ -56,6 +56,7 @@ pub async fn decide(iso: &Isolate, state: &State, gates: Gates, ctx: Context) ->
         endpoint: ctx.endpoint,
         arm: ctx.arm,
         decision_id: log::new_decision_id(),
+        keys: iso.keys.as_ref(),
         request_id: ctx.request_id.as_deref(),
         backend: iso.cfg.backend.name(),
         now_ms,

@@ -93,6 +93,18 @@ impl ApiError {
         )
     }
 
+    /// 429 with `Retry-After`: a caller sends more than its token may.
+    pub fn too_many_requests(what: &str, retry_after_s: u32) -> ApiError {
+        ApiError {
+            retry_after: Some(retry_after_s),
+            ..ApiError::new(
+                429,
+                "rate_limited",
+                format!("too many {what} for this token; retry after {retry_after_s} s"),
+            )
+        }
+    }
+
     /// 500 for an internal failure; the detail is logged by the caller, not sent.
     pub fn internal() -> ApiError {
         ApiError::new(500, "internal", "internal error")

@@ -170,6 +170,8 @@ mod tests {
             ai: None,
             analytics: None,
             rollout: None,
+            keys: None,
+            outcome_limit: None,
         }
     }
 

@@ -7,6 +7,7 @@
 
 use crate::config::{BackendKind, Config, Secret};
 use crate::log;
+use decider_core::decision_id::DecisionKeys;
 use decider_core::rollout::Arm;
 use decider_core::{Decider, Model, ModelSource};
 use std::cell::RefCell;
@@ -64,13 +65,64 @@ pub struct Isolate {
     pub ai: Option<worker::Ai>,
     /// The Analytics Engine dataset, when bound.
     pub analytics: Option<worker::AnalyticsEngineDataset>,
-    /// The rollout store (`ROLLOUT` Durable Object namespace), when bound: live counts are
-    /// kept and flushed, and the judge sets the challenger's share.
-    pub rollout: Option<worker::ObjectNamespace>,
+    /// The control plane (the `Rollout` object of `workers/rollout`, bound as `ROLLOUT`), when
+    /// bound: live counts are kept and flushed to it, and its judge sets the share.
+    pub rollout: Option<ControlPlane>,
+    /// The keys decision ids are signed and checked with (`DECISION_ID_KEY`); None: ids are
+    /// unsigned and no caller outcome is counted live.
+    pub keys: Option<DecisionKeys>,
+    /// The rate limiter of `POST /v1/outcome` (`OUTCOME_RATE_LIMIT`), when bound.
+    pub outcome_limit: Option<JsValue>,
 }
 
-/// The binding of the rollout store.
+/// The binding of the control plane's object.
 pub const ROLLOUT_BINDING: &str = "ROLLOUT";
+
+/// The binding of the rate limiter of `POST /v1/outcome`.
+pub const OUTCOME_LIMIT_BINDING: &str = "OUTCOME_RATE_LIMIT";
+
+/// The name of the control plane's one object.
+const ROLLOUT_OBJECT: &str = "rollout";
+
+/// A binding of `env`, when set.
+fn binding(env: &Env, name: &str) -> Option<JsValue> {
+    js_sys::Reflect::get(env, &JsValue::from_str(name))
+        .ok()
+        .filter(|v| v.is_object())
+}
+
+/// The control plane's object, through its namespace binding.
+#[derive(Debug, Clone)]
+pub struct ControlPlane {
+    ns: JsValue,
+}
+
+impl ControlPlane {
+    /// None without the binding.
+    fn of(env: &Env) -> Option<ControlPlane> {
+        binding(env, ROLLOUT_BINDING).map(|ns| ControlPlane { ns })
+    }
+
+    /// A stub of the one object, `ROLLOUT.get(ROLLOUT.idFromName("rollout"))`, for one
+    /// request: the runtime ties a stub to the request it was made in, so each request makes
+    /// its own (no I/O).
+    ///
+    /// # Errors
+    /// The runtime's words when it refuses.
+    pub fn stub(&self) -> Result<JsValue, String> {
+        let id =
+            crate::js::call_method(&self.ns, "idFromName", &JsValue::from_str(ROLLOUT_OBJECT))?;
+        crate::js::call_method(&self.ns, "get", &id)
+    }
+}
+
+/// The decision id keys of the configuration; a refused key was already reported (and
+/// left unset) by the configuration.
+fn keys(cfg: &Config) -> Option<DecisionKeys> {
+    let current = cfg.decision_id_key.as_ref()?;
+    let previous = cfg.decision_id_key_previous.as_ref();
+    DecisionKeys::new(current.0.as_bytes(), previous.map(|p| p.0.as_bytes())).ok()
+}
 
 /// The version of the challenger model that serves, when one does: an embedded challenger
 /// that loaded, with the embedded backend.
@@ -122,12 +174,14 @@ impl Isolate {
             _ => None,
         };
         Isolate {
-            cfg,
             decider,
             challenger,
             ai,
             analytics: crate::analytics::dataset(env),
-            rollout: env.durable_object(ROLLOUT_BINDING).ok(),
+            rollout: ControlPlane::of(env),
+            keys: keys(&cfg),
+            outcome_limit: binding(env, OUTCOME_LIMIT_BINDING),
+            cfg,
         }
     }
 

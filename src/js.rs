@@ -1,6 +1,7 @@
 //! The JavaScript runtime's primitives the Worker's I/O is made of, each written once: a
-//! `fetch` raced against a deadline, a future bounded in time, a future polled apart, the
-//! text of a JS error, and a promise left to settle unobserved.
+//! `fetch` raced against a deadline (to an origin, or to a Durable Object's stub), a future
+//! bounded in time, a future polled apart, the text of a JS error, and a promise left to
+//! settle unobserved.
 
 use decider_core::record::{clip_to, TEXT_BYTES};
 use futures_util::future::{select, Either};
@@ -10,7 +11,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 use wasm_bindgen::{JsCast, JsValue};
-use web_sys::{AbortController, Request, RequestInit, Response, WorkerGlobalScope};
+use web_sys::{AbortController, Request, RequestInit, Response};
 
 /// A future of its own, polled through a pointer rather than inlined into its caller's:
 /// V8 compiles a wasm function when it is first called, so an isolate's first request
@@ -43,6 +44,17 @@ pub async fn fetch<T>(
     init: &RequestInit,
     deadline: impl Future<Output = T>,
 ) -> Fetched<T> {
+    fetch_on(&js_sys::global(), url, init, deadline).await
+}
+
+/// [`fetch`] through `target`'s own `fetch` method: the global scope's (the network), or a
+/// Durable Object stub's.
+pub async fn fetch_on<T>(
+    target: &JsValue,
+    url: &str,
+    init: &RequestInit,
+    deadline: impl Future<Output = T>,
+) -> Fetched<T> {
     let abort = match AbortController::new() {
         Ok(c) => c,
         Err(e) => return Fetched::Failed(error_text(&e)),
@@ -52,8 +64,11 @@ pub async fn fetch<T>(
         Ok(r) => r,
         Err(e) => return Fetched::Failed(error_text(&e)),
     };
-    let global: WorkerGlobalScope = js_sys::global().unchecked_into();
-    let sent = JsFuture::from(global.fetch_with_request(&request));
+    let sent = match call_method(target, "fetch", &request).map(|p| p.dyn_into::<Promise>()) {
+        Ok(Ok(p)) => JsFuture::from(p),
+        Ok(Err(_)) => return Fetched::Failed("fetch returned no promise".into()),
+        Err(e) => return Fetched::Failed(e),
+    };
     futures_util::pin_mut!(sent);
     futures_util::pin_mut!(deadline);
     match select(sent, deadline).await {
@@ -67,6 +82,16 @@ pub async fn fetch<T>(
             Fetched::Late(late)
         }
     }
+}
+
+/// `target[name](arg)`: a method of a JavaScript object (a binding's), called with one
+/// argument; its value, or the text of why it failed.
+pub fn call_method(target: &JsValue, name: &str, arg: &JsValue) -> Result<JsValue, String> {
+    let f = js_sys::Reflect::get(target, &JsValue::from_str(name)).map_err(|e| error_text(&e))?;
+    let f: &js_sys::Function = f
+        .dyn_ref()
+        .ok_or_else(|| format!("{name} is not a function"))?;
+    f.call1(target, arg).map_err(|e| error_text(&e))
 }
 
 /// A timer of `ms` milliseconds.

@@ -14,8 +14,9 @@
 //!   request body on its way to an origin, KV signals and the admin endpoint.
 //! - [`outcome`]: `POST /v1/outcome`, outcomes reported by `/v1/decide` callers.
 //! - [`monitor`]: the scheduled origin monitor (probes, metrics, down origins).
-//! - [`rollout`], [`rollout_store`]: rollouts that run themselves — the arm of a request,
-//!   live counts flushed to the `ROLLOUT` Durable Object, the judge on the Cron Trigger.
+//! - [`rollout`]: the data plane's part of rollouts — the arm of a request, live counts
+//!   flushed to the control plane (`workers/rollout`, bound as `ROLLOUT`), the setting it
+//!   answers.
 //! - [`health`]: the `/v1/health` document.
 //! - [`http`], [`error`]: bounded body reads, JSON responses, the one mapping from errors to
 //!   HTTP statuses.
@@ -49,7 +50,6 @@ pub mod monitor;
 pub mod outcome;
 pub mod proxy;
 pub mod rollout;
-pub mod rollout_store;
 pub mod route;
 pub mod signals;
 pub mod upload;
@@ -89,16 +89,12 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<Response>
     }
 }
 
-/// Every Cron Trigger: one run of the origin monitor (`docs/monitors.md`) and, with the
-/// `ROLLOUT` binding, one run of the rollout judge.
+/// Every Cron Trigger: one run of the origin monitor (`docs/monitors.md`). The rollout's
+/// judge runs in the control plane, on its own trigger.
 #[event(scheduled)]
 async fn scheduled(event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
     let iso = isolate::get(&env);
-    futures_util::future::join(
-        monitor::run(&env, &iso.cfg, event.schedule()),
-        rollout::judge(&iso),
-    )
-    .await;
+    monitor::run(&env, &iso.cfg, event.schedule()).await;
 }
 
 /// Whether a path is in the API's `/v1` namespace (any case: `/V1/DECIDE` must not be

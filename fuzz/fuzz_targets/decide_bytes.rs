@@ -191,6 +191,7 @@ fuzz_target!(|data: &[u8]| {
                     endpoint: if holdout { Endpoint::Route } else { Endpoint::Decide },
                     arm: if holdout { Arm::Holdout } else { Arm::Champion },
                     decision_id: format!("fuzz-{}", data.len()),
+                    keys: None,
                     request_id: std::str::from_utf8(data).ok(),
                     backend: "workers-ai",
                     now_ms: c,

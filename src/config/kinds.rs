@@ -51,33 +51,27 @@ impl RulesSource {
     }
 }
 
-/// The automatic rollout's configuration (`ROLLOUT_*`): the judge's policy, the reward of
-/// an outcome, and how the isolates batch their counts and read the share.
+/// The serving side of the automatic rollout (`ROLLOUT_*`): the reward of an outcome, and
+/// how the isolates batch their counts and read the setting.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RolloutSettings {
-    /// Steps, minimum outcomes, tolerated loss, α, auto, rules switch.
-    pub policy: decider_core::rollout::Policy,
     /// What an outcome is worth (`ROLLOUT_SLO_MS`).
     pub success: decider_core::rollout::SuccessRule,
     /// Flush the isolate's counts at least this often, seconds (`ROLLOUT_FLUSH_S`).
     pub flush_s: u32,
     /// …or once this many outcomes are counted (`ROLLOUT_FLUSH_OUTCOMES`).
     pub flush_outcomes: u32,
-    /// Reuse the share read from the rollout store this long, seconds (`ROLLOUT_CACHE_S`).
+    /// Reuse the setting read from the control plane this long, seconds (`ROLLOUT_CACHE_S`).
     pub cache_s: u32,
-    /// Width of the store's windows, seconds (`ROLLOUT_WINDOW_S`).
-    pub window_s: u32,
 }
 
 impl Default for RolloutSettings {
     fn default() -> RolloutSettings {
         RolloutSettings {
-            policy: decider_core::rollout::Policy::default(),
             success: decider_core::rollout::SuccessRule::default(),
             flush_s: 10,
             flush_outcomes: 500,
             cache_s: 30,
-            window_s: 60,
         }
     }
 }

@@ -1,21 +1,4 @@
-//! Parsers of single variable values: integers in a range, flags, URLs.
-
-/// An integer in `lo..=hi`.
-pub(super) fn int(s: &str, lo: u32, hi: u32) -> Result<u32, String> {
-    s.parse::<u32>()
-        .ok()
-        .filter(|v| (lo..=hi).contains(v))
-        .ok_or_else(|| format!("must be an integer {lo}..={hi}"))
-}
-
-/// `true/false`, `1/0`, `yes/no`, `on/off` (any case).
-pub(super) fn flag(s: &str) -> Result<bool, String> {
-    match s.to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "on" => Ok(true),
-        "false" | "0" | "no" | "off" => Ok(false),
-        _ => Err("must be true or false".into()),
-    }
-}
+//! Parsers of single variable values: URLs (integers and flags are `decider_core::vars`').
 
 /// Parses an origin base URL: absolute `http`/`https` with a host, no credentials, query or
 /// fragment. Returns it without a trailing slash, ready for a path to be appended.

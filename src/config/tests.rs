@@ -245,18 +245,6 @@ fn health_values_follow_the_table_and_hide_what_they_must() {
     assert!(!serde_json::to_string(&admin).unwrap().contains("t0ken"));
 }
 
-/// The README's configuration table, as generated from [`VARS`].
-fn readme_table() -> String {
-    let mut out = String::from("| var | default | meaning |\n|---|---|---|\n");
-    for v in VARS {
-        out.push_str(&format!(
-            "| `{}` | {} | {} |\n",
-            v.name, v.default, v.description
-        ));
-    }
-    out
-}
-
 /// The README documents exactly [`VARS`]: names, order, defaults and meanings.
 /// `UPDATE_README=1 cargo test -p edge-decider readme` rewrites the table.
 #[test]
@@ -269,7 +257,7 @@ fn readme_configuration_table_is_the_table() {
     let end = readme[start..]
         .find("\n\n")
         .map_or(readme.len(), |i| start + i + 1);
-    let want = readme_table();
+    let want = decider_core::vars::table(VARS);
     if std::env::var("UPDATE_README").as_deref() == Ok("1") {
         let updated = format!("{}{}{}", &readme[..start], want, &readme[end..]);
         std::fs::write(path, updated).unwrap();

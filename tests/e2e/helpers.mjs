@@ -78,11 +78,14 @@ export const DEFAULT_ADMIN_TOKEN = "e2e-default-admin-token-8f3a";
  *   "not-ai": a binding whose constructor is not `Ai`
  * @param {object} [opts.extra]                extra Miniflare options for the Worker
  * @param {object[]} [opts.workers]            extra workers (origins, …)
+ * @param {false|{vars?: Record<string,string>, extra?: object}} [opts.rollout]
+ *   the control plane (workers/rollout/build/index.js) beside it, its `Rollout` object bound to
+ *   the Worker as `ROLLOUT` across scripts, as `make dev` and a deploy bind it
  *
  * Every Worker gets an ADMIN_TOKEN (DEFAULT_ADMIN_TOKEN unless the test sets its own), so that
  * `health()` can read the whole /v1/health document; `ADMIN_TOKEN: null` starts it without one.
  */
-export async function startWorker({ vars = {}, ai = false, extra = {}, workers = [] } = {}) {
+export async function startWorker({ vars = {}, ai = false, extra = {}, workers = [], rollout = false } = {}) {
   vars = { ADMIN_TOKEN: DEFAULT_ADMIN_TOKEN, ...vars };
   if (vars.ADMIN_TOKEN === null) delete vars.ADMIN_TOKEN;
   const logs = [];
@@ -116,6 +119,19 @@ export async function startWorker({ vars = {}, ai = false, extra = {}, workers =
   } else if (ai === "not-ai") {
     main.wrappedBindings = { AI: { scriptName: "not-ai" } };
     all.push({ name: "not-ai", modules: true, script: NOT_AI_STUB });
+  }
+  if (rollout) {
+    main.durableObjects = { ...main.durableObjects, ROLLOUT: { className: "Rollout", scriptName: CONTROL_PLANE } };
+    all.push({
+      name: CONTROL_PLANE,
+      modules: true,
+      scriptPath: path.join(ROOT, "workers/rollout/build/index.js"),
+      modulesRules: main.modulesRules,
+      compatibilityDate: COMPAT_DATE,
+      bindings: rollout.vars ?? {},
+      durableObjects: { ROLLOUT: { className: "Rollout", useSQLite: true } },
+      ...rollout.extra,
+    });
   }
   all.push(...workers);
   let pending = "";
@@ -175,9 +191,22 @@ export async function startWorker({ vars = {}, ai = false, extra = {}, workers =
         await new Promise((r) => setTimeout(r, 10));
       }
     },
+    /** One look of the control plane's judge (its Cron Trigger). */
+    async judge() {
+      const plane = await mf.getWorker(CONTROL_PLANE);
+      return (await plane.scheduled({ cron: "* * * * *" })).outcome;
+    },
+    /** The control plane's object, as the serving Worker reaches it. */
+    async controlPlane() {
+      const ns = await mf.getDurableObjectNamespace("ROLLOUT", CONTROL_PLANE);
+      return ns.get(ns.idFromName("rollout"));
+    },
     dispose: () => mf.dispose(),
   };
 }
+
+/** The control plane's script name (workers/rollout/wrangler.toml). */
+export const CONTROL_PLANE = "edge-decider-rollout";
 
 /** Deterministic PRNG (mulberry32) for generated cases. */
 export function rng(seed) {

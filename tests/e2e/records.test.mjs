@@ -105,7 +105,7 @@ describe("POST /v1/outcome", () => {
     const { decision_id } = await (await w.decide({ state: EXAMPLE_STATE })).json();
     const res = await post({ decision_id, reward: 0.75 });
     expect(res.status).toBe(202);
-    expect(await res.json()).toEqual({ accepted: true, decision_id });
+    expect(await res.json()).toEqual({ accepted: true, decision_id, live: false });
     const line = await w.waitForLog((l) => l.event === "outcome" && l.decision_id === decision_id);
     expect(line).toMatchObject({ log_version: 1, reward: 0.75, status: null, latency_ms: null });
   });

@@ -22,8 +22,9 @@ export default function () { return new AnalyticsEngineDataset(); }
 
 let origin;
 const started = [];
-async function worker(vars, extra = {}, workers = []) {
+async function worker(vars, extra = {}, workers = [], rollout = false) {
   const w = await startWorker({
+    rollout,
     vars: {
       ORIGIN_ROUTE_A: origin.url,
       ORIGIN_ROUTE_B: origin.url,
@@ -230,43 +231,43 @@ describe("champion/challenger", () => {
   });
 });
 
-describe("automatic rollout (the ROLLOUT Durable Object)", () => {
+describe("automatic rollout (the control plane, a Worker of its own)", () => {
   const CHALLENGER_BUILD = { scriptPath: path.join(ROOT, "build/challenger/index.js") };
-  const STORE = { durableObjects: { ROLLOUT: "Rollout" } };
-  // Small windows, frequent flushes and share reads, so that a test sees several cron runs.
+  const KEY = "e2e-decision-id-key-0123456789abcdef";
+  // Frequent flushes and setting reads, so that a test sees several looks of the judge.
   const FAST = {
     CANARY_KEY: "header:x-user",
-    ROLLOUT_WINDOW_S: "1",
     ROLLOUT_FLUSH_S: "1",
     ROLLOUT_FLUSH_OUTCOMES: "10",
     ROLLOUT_CACHE_S: "1",
-    ROLLOUT_MIN_OUTCOMES: "20",
+    DECISION_ID_KEY: KEY,
   };
+  // The control plane's policy: one-second windows, small steps.
+  const PLANE = { vars: { ROLLOUT_WINDOW_S: "1", ROLLOUT_MIN_OUTCOMES: "20" } };
 
-  /** A rollout store stand-in in its own worker: `fetch` throws, hangs, or answers late. */
-  function brokenStore(kind) {
+  /** A control plane stand-in in its own worker: its object throws, hangs, or answers late. */
+  function brokenPlane(kind) {
     const behave = {
-      throws: `throw new Error("store: boom");`,
+      throws: `throw new Error("control plane: boom");`,
       hangs: `return new Promise(() => {});`,
       slow: `await new Promise((r) => setTimeout(r, 3000));
-        const path = new URL(request.url).pathname;
-        return Response.json(path === "/setting" ? { setting: 30, phase: "ramping" } : { accepted: true }, { status: path === "/setting" ? 200 : 202 });`,
+        return Response.json({ setting: 30, phase: "ramping", automatic: true });`,
     }[kind];
     return {
-      extra: { durableObjects: { ROLLOUT: { className: "Store", scriptName: `store-${kind}` } } },
+      extra: { durableObjects: { ROLLOUT: { className: "Rollout", scriptName: `plane-${kind}` } } },
       workers: [{
-        name: `store-${kind}`,
+        name: `plane-${kind}`,
         modules: true,
         compatibilityDate: "2026-07-30",
-        script: `export class Store { async fetch(request) { ${behave} } }
-          export default { fetch() { return new Response("store"); } };`,
-        durableObjects: { SELF: "Store" },
+        script: `export class Rollout { async fetch(request) { ${behave} } }
+          export default { fetch() { return new Response("plane"); } };`,
+        durableObjects: { SELF: "Rollout" },
       }],
     };
   }
 
   /** What a client sees of an answer, less what differs by design (ids, the Date, and the
-   * time spent deciding: the Workers clock moves with I/O, not with the store). */
+   * time spent deciding: the Workers clock moves with I/O, not with the control plane). */
   async function seen(res) {
     const headers = [...res.headers].filter(([k]) => !["x-decision-id", "date"].includes(k));
     let body = await res.text();
@@ -279,12 +280,12 @@ describe("automatic rollout (the ROLLOUT Durable Object)", () => {
     return { status: res.status, headers, body };
   }
 
-  test("routing answers identically with the store absent, throwing, hanging or slow, and never waits on it", async () => {
+  test("routing answers identically with the control plane absent, throwing, hanging or slow, and never waits on it", async () => {
     const vars = { ...FAST, CHALLENGER_PERCENT: "30", CANARY_PERCENT: "90" };
     const setups = {
       absent: { extra: CHALLENGER_BUILD, workers: [] },
       ...Object.fromEntries(["throws", "hangs", "slow"].map((k) => {
-        const b = brokenStore(k);
+        const b = brokenPlane(k);
         return [k, { extra: { ...CHALLENGER_BUILD, ...b.extra }, workers: b.workers }];
       })),
     };
@@ -298,13 +299,13 @@ describe("automatic rollout (the ROLLOUT Durable Object)", () => {
         const t0 = Date.now();
         got.push(await seen(await w.fetch("/page", { cf: US, headers: user })));
         got.push(await seen(await w.decide({ state: EXAMPLE_STATE }, user)));
-        // No request waits on the store: a hung or 3 s store would show here.
+        // No request waits on the control plane: a hung or 3 s one would show here.
         expect(Date.now() - t0, `${name} request ${i}`).toBeLessThan(1500);
-        if (i === 20) await new Promise((r) => setTimeout(r, 1100)); // a flush and a share read fall due
+        if (i === 20) await new Promise((r) => setTimeout(r, 1100)); // a flush and a setting read fall due
       }
       answers[name] = got;
       if (name !== "absent") {
-        // The counts were sent (and lost), the share read failed or came late: said in the log.
+        // The counts were sent (and lost), the setting read failed or came late: said in the log.
         if (name !== "slow") await w.waitForLog((l) => l.event === "rollout_flush_failed" || l.event === "rollout_read_failed", 6000);
       }
       expect(Date.now() - started).toBeLessThan(20_000);
@@ -315,42 +316,52 @@ describe("automatic rollout (the ROLLOUT Durable Object)", () => {
     expect(new Set(answers.absent.map((a) => a.status))).toEqual(new Set([200]));
   });
 
-  /** `decider report`'s rollout verdict on the Worker's own log lines. */
-  function rolloutVerdict(w) {
+  /** `decider report`'s verdicts on the Worker's own log lines (both Workers'); `args` as the
+   * Workers' configuration says (the same success rule). */
+  function report(w, args = []) {
     const file = path.join(mkdtempSync(path.join(tmpdir(), "rollout-")), "worker.log");
     writeFileSync(file, w.stdoutLines.join("\n") + "\n");
     const cli = process.env.DECIDER_BIN || path.join(ROOT, "target/debug/decider");
-    const run = spawnSync(cli, ["report", "--json", "--logs", file], { encoding: "utf8" });
+    const run = spawnSync(cli, ["report", "--json", "--logs", file, ...args], { encoding: "utf8" });
     expect(run.status, run.stderr).toBe(0);
-    return JSON.parse(run.stdout).verdicts.find((v) => v.kind === "rollout");
+    return JSON.parse(run.stdout);
+  }
+  const rolloutVerdict = (w, args) => report(w, args).verdicts.find((v) => v.kind === "rollout");
+
+  /** POST /v1/outcome. */
+  const postOutcome = (w, body) => w.fetch("/v1/outcome", {
+    method: "POST",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+
+  /** Lets the last window end and the last counts flush (the next request sends them). */
+  async function settle(w) {
+    await new Promise((r) => setTimeout(r, 1100));
+    await (await w.fetch("/v1/health")).arrayBuffer();
+    await new Promise((r) => setTimeout(r, 1100));
   }
 
   /**
    * Drives a rollout: `/v1/decide` calls from fresh users with their outcomes reported
-   * (reward 1 for `good` actions), a cron run after each round, until the share stops
-   * moving or `rounds` pass. Returns the shares seen after each run and the requests sent.
+   * (reward 1 for `good` actions), a look of the judge after each round, until the share
+   * stops moving or `rounds` pass. Returns the shares seen after each look and the requests
+   * sent.
    */
   async function drive(w, good, rounds) {
-    const cronWorker = await w.mf.getWorker();
     const shares = [];
     let requests = 0;
     let user = 0;
     for (let r = 0; r < rounds; r++) {
       for (let i = 0; i < 250; i++) {
         const d = await (await w.decide({ state: EXAMPLE_STATE }, { "x-user": `u-${r}-${user++}` })).json();
-        const res = await w.fetch("/v1/outcome", {
-          method: "POST",
-          headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-          body: JSON.stringify({ decision_id: d.decision_id, reward: good.includes(d.action) ? 1 : 0 }),
-        });
+        const res = await postOutcome(w, { decision_id: d.decision_id, reward: good.includes(d.action) ? 1 : 0 });
         expect(res.status).toBe(202);
+        expect((await res.json()).live).toBe(true);
         requests += 2;
       }
-      // Let the last window end and the last counts flush (the next request sends them).
-      await new Promise((r) => setTimeout(r, 1100));
-      await (await w.fetch("/v1/health")).arrayBuffer();
-      await new Promise((r) => setTimeout(r, 1100));
-      expect((await cronWorker.scheduled({ cron: "* * * * *" })).outcome).toBe("ok");
+      await settle(w);
+      expect(await w.judge()).toBe("ok");
       const h = await (await w.health()).json();
       shares.push(h.rollout.setting);
       if (h.rollout.phase !== "ramping") break;
@@ -358,11 +369,19 @@ describe("automatic rollout (the ROLLOUT Durable Object)", () => {
     return { shares, requests };
   }
 
+  /** The control plane's state and windows, through the Worker's admin health. */
+  async function store(w) {
+    const h = await (await w.health()).json();
+    expect(h.rollout.store.bound).toBe(true);
+    expect(h.rollout.store.error).toBeUndefined();
+    return h.rollout.store;
+  }
+
   test("a better challenger ramps through every step to 100%, each change a rollout record", async () => {
     // The challenger answers route_b where the champion answers route_a; route_b pays.
-    const w = await worker(FAST, { ...CHALLENGER_BUILD, ...STORE });
+    const w = await worker(FAST, CHALLENGER_BUILD, [], PLANE);
     const before = await (await w.health()).json();
-    expect(before.rollout).toMatchObject({ automatic: true, challenger_version: "challenger-test" });
+    expect(before.rollout).toMatchObject({ challenger_version: "challenger-test" });
     const { shares } = await drive(w, ["route_b"], 30);
     expect(shares.at(-1)).toBe(100);
     const changes = w.logs.filter((l) => l.event === "rollout");
@@ -373,7 +392,7 @@ describe("automatic rollout (the ROLLOUT Durable Object)", () => {
       expect(c.statistics.treatment.n).toBeGreaterThanOrEqual(20);
     }
     const h = await (await w.health()).json();
-    expect(h.rollout).toMatchObject({ phase: "promoted", setting: 100, effective_champion: "challenger-test" });
+    expect(h.rollout).toMatchObject({ automatic: true, phase: "promoted", setting: 100, effective_champion: "challenger-test" });
     expect(h.rollout.store.state.history.map((c) => c.to)).toEqual([20, 50, 100]);
     expect(h.challenger.percent).toBe(100);
     const pub = await (await w.fetch("/v1/health")).json();
@@ -383,13 +402,15 @@ describe("automatic rollout (the ROLLOUT Durable Object)", () => {
       const d = await (await w.decide({ state: EXAMPLE_STATE }, { "x-user": `after-${i}` })).json();
       expect(d.model_version).toBe("challenger-test");
     }
-    // decider report, on the Worker's own log lines, says to ship it.
+    // decider report, on the Workers' own log lines, judges its own counts of each step and
+    // finds what the control plane's records say.
     const verdict = rolloutVerdict(w);
     expect(verdict.action).toBe("ship the challenger");
+    expect(verdict.evidence.agrees_with_records).toBe(true);
   }, 180_000);
 
   test("a worse challenger is rolled back to 0 at once", async () => {
-    const w = await worker(FAST, { ...CHALLENGER_BUILD, ...STORE });
+    const w = await worker(FAST, CHALLENGER_BUILD, [], PLANE);
     const { shares } = await drive(w, ["route_a"], 10);
     expect(shares.at(-1)).toBe(0);
     const changes = w.logs.filter((l) => l.event === "rollout");
@@ -401,10 +422,13 @@ describe("automatic rollout (the ROLLOUT Durable Object)", () => {
       const d = await (await w.decide({ state: EXAMPLE_STATE }, { "x-user": `after-${i}` })).json();
       expect(d.model_version).not.toBe("challenger-test");
     }
+    const verdict = rolloutVerdict(w);
+    expect(verdict.action).toBe("rolled back");
+    expect(verdict.evidence.agrees_with_records).toBe(true);
   }, 120_000);
 
   test("with ROLLOUT_AUTO=false the judge only reports, and CHALLENGER_PERCENT applies", async () => {
-    const w = await worker({ ...FAST, ROLLOUT_AUTO: "false", CHALLENGER_PERCENT: "50" }, { ...CHALLENGER_BUILD, ...STORE });
+    const w = await worker({ ...FAST, CHALLENGER_PERCENT: "50" }, CHALLENGER_BUILD, [], { vars: { ...PLANE.vars, ROLLOUT_AUTO: "false" } });
     await drive(w, ["route_a"], 1);
     expect(w.logs.filter((l) => l.event === "rollout")).toEqual([]);
     const judged = await w.waitForLog((l) => l.event === "rollout_judged");
@@ -414,15 +438,141 @@ describe("automatic rollout (the ROLLOUT Durable Object)", () => {
     expect(h.challenger.percent).toBe(50);
   }, 60_000);
 
-  test("a malformed flush is refused with 400 naming its field", async () => {
-    const w = await worker(FAST, { ...CHALLENGER_BUILD, ...STORE });
-    const ns = await w.mf.getDurableObjectNamespace("ROLLOUT");
-    const stub = ns.get(ns.idFromName("rollout"));
+  test("one outcome posted three times moves the live counts by one", async () => {
+    const w = await worker(FAST, CHALLENGER_BUILD, [], PLANE);
+    const d = await (await w.decide({ state: EXAMPLE_STATE }, { "x-user": "once" })).json();
+    for (let i = 0; i < 3; i++) {
+      const res = await postOutcome(w, { decision_id: d.decision_id, reward: 1 });
+      expect(res.status).toBe(202);
+      expect(await res.json()).toEqual({ accepted: true, decision_id: d.decision_id, live: true });
+    }
+    await settle(w);
+    const s = await store(w);
+    expect(s.windows).toMatchObject({ decisions: 1, outcomes: 1 });
+    expect(s.state.uncounted).toEqual({ duplicate: 2, before_step: 0, beyond_horizon: 0 });
+    // All three are in the log; decider report counts one and names the others.
+    expect(w.logs.filter((l) => l.event === "outcome" && l.decision_id === d.decision_id)).toHaveLength(3);
+  }, 60_000);
+
+  test("an altered or invented decision_id is refused with 400 and counts nowhere", async () => {
+    const w = await worker(FAST, CHALLENGER_BUILD, [], PLANE);
+    const d = await (await w.decide({ state: EXAMPLE_STATE }, { "x-user": "real" })).json();
+    const [base, claims, tag] = d.decision_id.split(".");
+    expect(base).toMatch(/^[0-9a-f-]{36}$/);
+    expect(claims).toMatch(/^[0-9a-f]{11}d[0-3]$/);
+    expect(tag).toMatch(/^[0-9a-f]{32}$/);
+    const flip = (s, i) => s.slice(0, i) + (s[i] === "0" ? "1" : "0") + s.slice(i + 1);
+    const bad = [
+      flip(d.decision_id, 35), // the arm and source digit
+      `${base}.${flip(claims, 9)}.${tag}`, // the action
+      `${base}.${claims}.${flip(tag, 0)}`, // the tag
+      base, // unsigned
+      "00000000-0000-4000-8000-000000000003", // invented, the old form
+      `${base}.${claims}.${"0".repeat(32)}`,
+    ];
+    for (const id of bad) {
+      const res = await postOutcome(w, { decision_id: id, reward: 1 });
+      expect(res.status, id).toBe(400);
+      expect((await res.json()).error).toMatchObject({ code: "invalid_decision_id", field: "decision_id" });
+    }
+    // A routed decision's id is not a caller's to report.
+    const page = await w.fetch("/page", { cf: US, headers: { "x-user": "routed" } });
+    const routedId = page.headers.get("x-decision-id");
+    await page.arrayBuffer();
+    expect(routedId.split(".")[1]).toMatch(/r[0-3]$/);
+    expect((await postOutcome(w, { decision_id: routedId, reward: 1 })).status).toBe(400);
+    await settle(w);
+    const s = await store(w);
+    expect(s.windows.outcomes).toBe(1); // the routed request's own outcome, counted by the Worker
+    expect(w.logs.filter((l) => l.event === "outcome")).toEqual([]);
+  }, 60_000);
+
+  test("the invented-outcome attack is refused and moves no step", async () => {
+    // Two invented ids, one ending in the challenger/model tag (3) paying 1, one in the
+    // champion/model tag (0) paying 0, 300 outcomes each per step, three looks.
+    const w = await worker(FAST, CHALLENGER_BUILD, [], PLANE);
+    let refused = 0;
+    for (let look = 0; look < 3; look++) {
+      for (let i = 0; i < 300; i++) {
+        for (const [id, reward] of [["7b1e6c1a-2f4d-4e8b-9c3a-5d6e7f8a9b03", 1], ["7b1e6c1a-2f4d-4e8b-9c3a-5d6e7f8a9b00", 0]]) {
+          const res = await postOutcome(w, { decision_id: id, reward });
+          if (res.status === 400) refused++;
+          await res.arrayBuffer();
+        }
+      }
+      await settle(w);
+      expect(await w.judge()).toBe("ok");
+    }
+    expect(refused).toBe(1800);
+    const h = await (await w.health()).json();
+    expect(h.rollout).toMatchObject({ phase: "ramping", setting: 5 });
+    expect(h.rollout.store.windows.outcomes).toBe(0);
+    expect(w.logs.filter((l) => l.event === "rollout")).toEqual([]);
+  }, 120_000);
+
+  test("more outcomes than decisions on an arm raise an alarm, not evidence", async () => {
+    // Only a broken or compromised isolate can send this: the control plane's own check.
+    const w = await worker(FAST, CHALLENGER_BUILD, [], PLANE);
+    const stub = await w.controlPlane();
+    const batch = {
+      v: 2, challenger: "challenger-test",
+      rows: [
+        { arm: "challenger", mv: "challenger-test", src: "model", d: 3, o: 300, s: 300_000_000, q: 300_000_000 },
+        { arm: "champion", mv: "champion", src: "model", d: 300, o: 300, s: 0, q: 0 },
+      ],
+    };
+    const flush = (b) => stub.fetch("https://rollout/flush", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(b) });
+    // The step began with the Worker's first read; its window is not counted (it may hold
+    // the setting before), so the batch arrives in a later one.
+    await new Promise((r) => setTimeout(r, 1100));
+    expect((await flush(batch)).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 1100));
+    expect(await w.judge()).toBe("ok");
+    const alarm = await w.waitForLog((l) => l.event === "rollout_alarm");
+    expect(alarm).toMatchObject({ kind: "excess_outcomes" });
+    expect(alarm.text).toMatch(/challenger arm has 300 outcomes for 3 decisions/);
+    const s = await store(w);
+    expect(s.state).toMatchObject({ phase: "ramping", share: 5 });
+    expect(s.state.last.waiting).toMatch(/more outcomes \(300\) than decisions \(3\)/);
+    expect(w.logs.filter((l) => l.event === "rollout")).toEqual([]);
+  }, 60_000);
+
+  test("outcomes are rate-limited per token with 429 and Retry-After", async () => {
+    const w = await worker({ ...FAST, OUTCOME_TOKEN: "svc-token" }, {
+      ...CHALLENGER_BUILD,
+      ratelimits: { OUTCOME_RATE_LIMIT: { namespace_id: "1", simple: { limit: 5, period: 10 } } },
+    }, [], PLANE);
+    const d = await (await w.decide({ state: EXAMPLE_STATE }, { "x-user": "limited" })).json();
+    const post = (token) => w.fetch("/v1/outcome", {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ decision_id: d.decision_id, reward: 1 }),
+    });
+    const statuses = [];
+    for (let i = 0; i < 8; i++) {
+      const res = await post("svc-token");
+      statuses.push(res.status);
+      if (res.status === 429) {
+        expect(res.headers.get("retry-after")).toBe("10");
+        expect((await res.json()).error.code).toBe("rate_limited");
+      } else await res.arrayBuffer();
+    }
+    expect(statuses).toEqual([202, 202, 202, 202, 202, 429, 429, 429]);
+    // The admin token is another caller, with an allowance of its own.
+    expect((await post(TOKEN)).status).toBe(202);
+    // Refused ones are not logged; the five accepted are (one counts live).
+    expect(w.logs.filter((l) => l.event === "outcome")).toHaveLength(6);
+  }, 60_000);
+
+  test("a malformed flush is refused with 400 naming its field; the control plane has no public surface", async () => {
+    const w = await worker(FAST, CHALLENGER_BUILD, [], PLANE);
+    const stub = await w.controlPlane();
     const post = (body) => stub.fetch("https://rollout/flush", { method: "POST", headers: { "content-type": "application/json" }, body });
     for (const [body, field] of [
-      ['{"v": 1, "rows": [{"arm": "sideways", "mv": null, "src": "model", "d": 1, "o": 0, "s": 0, "q": 0}]}', "rows[0].arm"],
+      ['{"v": 2, "rows": [{"arm": "sideways", "mv": null, "src": "model", "d": 1, "o": 0, "s": 0, "q": 0}]}', "rows[0].arm"],
       ["not json", "body"],
-      ['{"v": 2, "rows": []}', "v"],
+      ['{"v": 1, "rows": []}', "v"],
+      ['{"v": 2, "rows": [], "outcomes": [["x.y", 1, 0]]}', "outcomes[0][0]"],
     ]) {
       const res = await post(body);
       expect(res.status, body).toBe(400);
@@ -430,15 +580,18 @@ describe("automatic rollout (the ROLLOUT Durable Object)", () => {
       expect(e.code).toBe("invalid_batch");
       expect(e.field, body).toBe(field);
     }
-    expect((await post('{"v": 1, "rows": []}')).status).toBe(202);
+    expect((await post('{"v": 2, "rows": []}')).status).toBe(200);
+    const plane = await w.mf.getWorker("edge-decider-rollout");
+    const res = await plane.fetch("http://localhost/flush", { method: "POST", body: "{}" });
+    expect(res.status).toBe(404);
   });
 
   /**
    * Rules beating the model on the holdout arm. The model routes the test's state to
    * route_a and a rule table sends everything to route_c; route_a's origin answers after
    * 120 ms, beyond ROLLOUT_SLO_MS, so every model decision fails and every held-out one
-   * succeeds. Routed requests from fresh users (half of them held out), a cron run after
-   * each round, until the setting is "rules" or `rounds` pass.
+   * succeeds. Routed requests from fresh users (half of them held out), a look of the judge
+   * after each round, until the setting is "rules" or `rounds` pass.
    */
   async function holdoutLoses(switchToRules, rounds) {
     const slow = await startOrigin("SLOW");
@@ -448,11 +601,9 @@ describe("automatic rollout (the ROLLOUT Durable Object)", () => {
         ...FAST,
         CANARY_PERCENT: "50",
         ROLLOUT_SLO_MS: "50",
-        ROLLOUT_RULES_SWITCH: String(switchToRules),
         ORIGIN_ROUTE_A: slow.url,
         RULES: JSON.stringify({ version: "all-c", rules: [{ name: "c", when: {}, action: "route_c" }] }),
-      }, STORE);
-      const cronWorker = await w.mf.getWorker();
+      }, {}, [], { vars: { ...PLANE.vars, ROLLOUT_RULES_SWITCH: String(switchToRules) } });
       const arms = { holdout: 0, champion: 0 };
       let user = 0;
       for (let r = 0; r < rounds; r++) {
@@ -461,10 +612,8 @@ describe("automatic rollout (the ROLLOUT Durable Object)", () => {
           expect(line.action).toBe(line.arm === "holdout" ? "route_c" : "route_a");
           arms[line.arm]++;
         }
-        await new Promise((res) => setTimeout(res, 1100));
-        await (await w.fetch("/v1/health")).arrayBuffer();
-        await new Promise((res) => setTimeout(res, 1100));
-        expect((await cronWorker.scheduled({ cron: "* * * * *" })).outcome).toBe("ok");
+        await settle(w);
+        expect(await w.judge()).toBe("ok");
         const h = await (await w.health()).json();
         if (h.rollout.store.state.alarms.some((a) => a.kind === "holdout") && (!switchToRules || h.rollout.setting === "rules")) break;
       }
@@ -479,8 +628,8 @@ describe("automatic rollout (the ROLLOUT Durable Object)", () => {
   test("rules beating the model on the holdout arm raise an alarm; ROLLOUT_RULES_SWITCH puts every decision on rules", async () => {
     const w = await holdoutLoses(true, 8);
     const alarm = await w.waitForLog((l) => l.event === "rollout_alarm");
-    expect(alarm.alarm).toMatchObject({ kind: "holdout", holdout: { verdict: "worse" } });
-    expect(alarm.alarm.text).toMatch(/^rules beat the model on the holdout arm/);
+    expect(alarm).toMatchObject({ kind: "holdout", evidence: { verdict: "worse" } });
+    expect(alarm.text).toMatch(/^rules beat the model on the holdout arm/);
     const changes = w.logs.filter((l) => l.event === "rollout");
     expect(changes.map((c) => [c.to, c.why])).toEqual([["rules", "rules_beat_model"]]);
     const h = await (await w.health()).json();
@@ -492,15 +641,17 @@ describe("automatic rollout (the ROLLOUT Durable Object)", () => {
     }
     const d = await (await w.decide({ state: EXAMPLE_STATE }, { "x-user": "after-decide" })).json();
     expect(d).toMatchObject({ source: "rules", action: "route_c" });
-    // decider report, on the Worker's own log lines, says the same.
-    const verdict = rolloutVerdict(w);
+    // decider report, on the Workers' own log lines and by the same success rule (the SLO),
+    // finds the same on its own counts.
+    const verdict = rolloutVerdict(w, ["--slo-ms", "50"]);
     expect(verdict.action).toBe("switched to rules");
+    expect(verdict.evidence.agrees_with_records).toBe(true);
   }, 120_000);
 
   test("without ROLLOUT_RULES_SWITCH the holdout alarm is raised and the model keeps deciding", async () => {
     const w = await holdoutLoses(false, 8);
     const alarm = await w.waitForLog((l) => l.event === "rollout_alarm");
-    expect(alarm.alarm.kind).toBe("holdout");
+    expect(alarm.kind).toBe("holdout");
     expect(w.logs.filter((l) => l.event === "rollout")).toEqual([]);
     const h = await (await w.health()).json();
     expect(h.rollout.setting).not.toBe("rules");

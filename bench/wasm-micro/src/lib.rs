@@ -53,6 +53,7 @@ fn decide_body(decider: &Decider, body: &[u8]) -> String {
                 endpoint: Endpoint::Decide,
                 arm: Arm::Champion,
                 decision_id: "4ae12971-112e-44b1-a38b-7063b8e5186f".to_string(),
+                keys: None,
                 request_id: None,
                 backend: "embedded",
                 now_ms: 1_796_205_600_000.0,

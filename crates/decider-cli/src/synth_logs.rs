@@ -531,7 +531,7 @@ impl Gen {
     fn p_success(&self, arm: Arm, source: Source) -> f64 {
         let s = self.opts.scenario;
         match arm {
-            Arm::Holdout if s == Scenario::RulesBetter => 0.975,
+            Arm::Holdout if s == Scenario::RulesBetter => 0.99,
             Arm::Holdout => 0.955,
             Arm::Challenger if s == Scenario::ChallengerWorse => 0.90,
             _ if source == Source::Model => 0.965,

@@ -34,6 +34,16 @@ fn read_with(opts: ReadOptions, bytes: &[u8]) -> (Vec<(String, String, String)>,
                     String::new(),
                     format!("{} -> {} {}", r.from, r.to, r.why.name()),
                 ),
+                Record::RolloutJudged(j) => (
+                    "rollout_judged".to_owned(),
+                    String::new(),
+                    format!("{} {}", j.phase.name(), j.setting),
+                ),
+                Record::RolloutAlarm(a) | Record::RolloutAlarmCleared(a) => (
+                    "rollout_alarm".to_owned(),
+                    String::new(),
+                    a.kind.name().to_owned(),
+                ),
             })
         })
         .unwrap();

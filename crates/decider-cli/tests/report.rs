@@ -4,7 +4,7 @@
 use common::{arm_lines, decision, outcome};
 use decider_cli::logs::{LogReader, ReadOptions, Record};
 use decider_cli::report::join::{Join, SuccessRule};
-use decider_cli::report::Report;
+use decider_cli::report::{Judging, Report};
 use serde_json::{json, Value};
 
 mod common;
@@ -18,7 +18,7 @@ fn report_with(lines: &[String], rule: SuccessRule, bucket_ms: Option<i64>) -> R
             join.add(&r);
         })
         .unwrap();
-    Report::from_join(reader.into_stats(), join, rule)
+    Report::from_join(reader.into_stats(), join, rule, Judging::default())
 }
 
 const NO_SLO: SuccessRule = SuccessRule {
@@ -199,7 +199,7 @@ fn rules_clearly_better_on_the_holdout_arm_means_retrain() {
     let (action, text) = verdict(&lines, "model_vs_rules");
     assert_eq!(action, "retrain");
     assert!(
-        text.starts_with("rules beat the model on the holdout arm (98.0% ± 0.6 vs 90.0% ± 0.9)"),
+        text.starts_with("rules beat the model on the holdout arm: model 90.0% vs 98.0%, -8.0 points (confidence sequence"),
         "{text}"
     );
     assert!(text.ends_with(": retrain"), "{text}");
@@ -240,16 +240,17 @@ fn challenger_verdicts_roll_back_promote_or_keep_collecting() {
     let (action, text) = verdict(&lines, "champion_vs_challenger");
     assert_eq!(action, "roll the challenger back");
     assert!(
-        text.starts_with("champion m-1 (97.0% ± 0.6) beats challenger m-2 (90.0% ± 1.1)"),
+        text.starts_with("challenger m-2 vs champion m-1: 90.0% vs 97.0%, -7.0 points"),
         "{text}"
     );
+    assert!(text.ends_with(": roll the challenger back"), "{text}");
     let mut lines = arm_lines("c", "champion", 3000, 2700);
     lines.extend(arm_lines("n", "challenger", 3000, 2910));
     assert_eq!(
         verdict(&lines, "champion_vs_challenger").0,
         "promote the challenger"
     );
-    // Ten each: 9/10 against 7/10 is not significant.
+    // Ten each: 9/10 against 7/10 is not decided.
     let mut lines = arm_lines("c", "champion", 10, 9);
     lines.extend(arm_lines("n", "challenger", 10, 7));
     lines.extend(arm_lines("h", "holdout", 10, 7));
@@ -262,7 +263,7 @@ fn challenger_verdicts_roll_back_promote_or_keep_collecting() {
     let (action, text) = verdict(&lines, "model_vs_rules");
     assert_eq!(action, "keep collecting");
     assert!(
-        text.starts_with("model vs rules: not yet significant"),
+        text.starts_with("model vs rules: not yet decided"),
         "{text}"
     );
     // No holdout, no challenger: said so.
@@ -360,81 +361,119 @@ fn every_source_format_gives_the_same_report() {
     }
 }
 
-/// A `rollout` line as the judge writes it.
-fn rollout_line(ts: &str, from: &str, to: &str, why: &str) -> String {
+/// A `rollout` line as the judge writes it: a change at `at` s of the step begun at `since`.
+fn rollout_line(at: i64, since: i64, from: &str, to: &str, why: &str) -> String {
     format!(
-        r#"{{"event":"rollout","log_version":1,"ts":"{ts}","challenger_version":"gbdt-new","from":{from},"to":{to},"why":"{why}","text":"judged"}}"#
+        r#"{{"event":"rollout","log_version":1,"ts":"{}","challenger_version":"gbdt-new","from":{from},"to":{to},"why":"{why}","text":"judged","step_since":"{}"}}"#,
+        common::ts(at),
+        common::ts(since)
     )
 }
 
+/// A step's routed decisions from `from` s: `n` per arm, the challenger's first `chal_ok`
+/// and the champion's first `champ_ok` successes.
+fn step_lines(prefix: &str, from: i64, n: usize, chal_ok: usize, champ_ok: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        let t = from + i as i64 / 10;
+        out.push(common::routed(
+            &format!("{prefix}c{i}"),
+            t,
+            "challenger",
+            i < chal_ok,
+        ));
+        out.push(common::routed(
+            &format!("{prefix}p{i}"),
+            t,
+            "champion",
+            i < champ_ok,
+        ));
+    }
+    out
+}
+
 #[test]
-fn the_rollout_verdict_follows_the_last_change() {
-    let mut lines = arm_lines("c", "champion", 20, 18);
-    let (action, _) = verdict(&lines, "rollout");
-    assert_eq!(action, "no rollout records");
-    // Read out of order: the latest change decides.
-    lines.push(rollout_line(
-        "2026-12-02T12:00:00.000Z",
-        "50",
-        "100",
-        "better",
-    ));
-    lines.push(rollout_line(
-        "2026-12-02T10:00:00.000Z",
-        "5",
-        "20",
-        "better",
-    ));
-    lines.push(rollout_line(
-        "2026-12-02T11:00:00.000Z",
-        "20",
-        "50",
-        "better",
-    ));
+fn the_rollout_verdict_judges_the_logs_own_counts_of_each_step() {
+    let lines = arm_lines("c", "champion", 20, 18);
+    assert_eq!(verdict(&lines, "rollout").0, "no rollout records");
+
+    // Three steps, each clearly better on the log's own counts; read out of order.
+    let mut lines = step_lines("a", 0, 1000, 990, 900);
+    lines.extend(step_lines("b", 200, 1000, 990, 900));
+    lines.extend(step_lines("d", 400, 1000, 990, 900));
+    lines.push(rollout_line(500, 400, "50", "100", "better"));
+    lines.push(rollout_line(100, 0, "5", "20", "better"));
+    lines.push(rollout_line(300, 200, "20", "50", "better"));
     let (action, text) = verdict(&lines, "rollout");
     assert_eq!(action, "ship the challenger", "{text}");
     assert!(
         text.contains("gbdt-new") && text.contains("effective champion"),
         "{text}"
     );
-    assert!(text.contains("model/decision-model.json"), "{text}");
+    assert!(text.contains("support each of its 3 changes"), "{text}");
     let r = report(&lines);
-    assert_eq!(
-        r["verdicts"][3]["evidence"]["changes"]
-            .as_array()
-            .unwrap()
-            .len(),
-        3
-    );
+    let e = &r["verdicts"][3]["evidence"];
+    assert_eq!(e["agrees_with_records"], true);
+    let steps = e["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3);
+    for s in steps {
+        assert_eq!(s["comparison"]["verdict"], "better", "{s}");
+        // Only the step's own decisions: 1000 per arm.
+        assert_eq!(s["comparison"]["treatment"]["n"], 1000, "{s}");
+        assert_eq!(s["supported"], true);
+    }
+    // The k-th step at α·2^−(k+1).
+    assert_eq!(steps[0]["comparison"]["alpha"], 0.025);
+    assert_eq!(steps[2]["comparison"]["alpha"], 0.00625);
     assert!(r["verdict"]
         .as_str()
         .unwrap()
         .ends_with("rollout: ship the challenger"));
 
-    let mut back = arm_lines("c", "champion", 20, 18);
-    back.push(rollout_line(
-        "2026-12-02T10:00:00.000Z",
-        "5",
-        "20",
-        "better",
-    ));
-    back.push(rollout_line("2026-12-02T10:30:00.000Z", "20", "0", "worse"));
+    // A change the counts do not support is said, never repeated.
+    let mut lines = step_lines("a", 0, 1000, 900, 900);
+    lines.push(rollout_line(100, 0, "5", "20", "better"));
+    let (action, text) = verdict(&lines, "rollout");
+    assert_eq!(action, "records not supported", "{text}");
+    assert!(
+        text.contains("5% → 20% (better)") && text.contains("say undecided"),
+        "{text}"
+    );
+
+    // A rollback the counts support; then a switch to rules they support too.
+    let mut back = step_lines("a", 0, 1000, 800, 970);
+    back.push(rollout_line(100, 0, "5", "0", "worse"));
     assert_eq!(verdict(&back, "rollout").0, "rolled back");
-    back.push(rollout_line(
-        "2026-12-02T11:00:00.000Z",
-        "0",
-        "\"rules\"",
-        "rules_beat_model",
-    ));
-    assert_eq!(verdict(&back, "rollout").0, "switched to rules");
-    let mut ramp = arm_lines("c", "champion", 20, 18);
-    ramp.push(rollout_line(
-        "2026-12-02T10:00:00.000Z",
-        "5",
-        "20",
-        "better",
-    ));
+    let mut rules = Vec::new();
+    for i in 0..1000 {
+        rules.push(common::routed(
+            &format!("m{i}"),
+            i as i64 / 10,
+            "champion",
+            i < 800,
+        ));
+        rules.push(common::routed(
+            &format!("h{i}"),
+            i as i64 / 10,
+            "holdout",
+            i < 990,
+        ));
+    }
+    rules.push(rollout_line(100, 0, "5", "\"rules\"", "rules_beat_model"));
+    let (action, text) = verdict(&rules, "rollout");
+    assert_eq!(action, "switched to rules", "{text}");
+
+    // Ramping: the step in force is judged on the decisions since the last change.
+    let mut ramp = step_lines("a", 0, 1000, 990, 900);
+    ramp.push(rollout_line(100, 0, "5", "20", "better"));
+    ramp.extend(step_lines("b", 200, 300, 290, 270));
     let (action, text) = verdict(&ramp, "rollout");
     assert_eq!(action, "ramping");
-    assert!(text.contains("at 20%"), "{text}");
+    assert!(
+        text.contains("at 20%") && text.contains("on the step in force"),
+        "{text}"
+    );
+    let e = &report(&ramp)["verdicts"][3]["evidence"];
+    assert_eq!(e["current"]["treatment"]["n"], 300);
+    assert_eq!(e["current"]["alpha"], 0.0125);
 }

@@ -127,6 +127,7 @@ fn benches(c: &mut Criterion) {
                 endpoint: Endpoint::Decide,
                 arm: Arm::Champion,
                 decision_id: "4ae12971-112e-44b1-a38b-7063b8e5186f".to_string(),
+                keys: None,
                 request_id: None,
                 backend: "embedded",
                 now_ms: 1_796_205_600_000.0,

@@ -21,9 +21,12 @@
 //! - [`record`]: the decision and outcome records the Worker logs and every reader reads
 //!   back (one codec, with the lenient [`record::Reader`]).
 //! - [`time`]: ISO-8601 timestamps of the records, the UTC hour.
-//! - [`rollout`]: which arm serves a request (champion, challenger, holdout); live outcome
-//!   counters, the sequential judge of challenger vs champion and model vs rules, the rollout
-//!   policy and state, the fallback-rate alarm, and the one success definition.
+//! - [`vars`]: configuration from wrangler vars, one table per Worker ([`var!`]).
+//! - [`rollout`]: which arm serves a request (champion, challenger, holdout), the one
+//!   success definition, the isolate's live counts and their flush batch, the setting the
+//!   control plane answers. The judge itself is the `decider-rollout` crate's.
+//! - [`decision_id`]: decision ids that carry their arm, source, endpoint, action and issue
+//!   time under a keyed tag, checked where an outcome enters.
 //! - [`request_types`], [`regions`]: what an edge request means for the state.
 //! - [`failover`]: where a routed request goes, its attempts, its outcome, a 502's words.
 //! - [`forward`]: what crosses from client to origin and back (headers, bodies, statuses).
@@ -37,6 +40,7 @@ pub mod actions;
 pub mod artifact;
 pub mod compact;
 pub mod decider;
+pub mod decision_id;
 pub mod failover;
 pub mod features;
 pub mod forward;
@@ -54,6 +58,7 @@ pub mod rules;
 pub mod signals;
 pub mod state;
 pub mod time;
+pub mod vars;
 
 pub use actions::{Action, ACTIONS, NUM_ACTIONS};
 pub use decider::{Decider, Explore, ModelSource, Params, Served, ThresholdSource};

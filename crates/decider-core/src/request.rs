@@ -7,10 +7,11 @@
 //! awaits I/O around it (the Workers AI call, the origins) and writes the results.
 
 use crate::decider::{draw_from_id, Decider, ModelSource};
+use crate::decision_id::{self, Claims, DecisionKeys};
 use crate::output::ModelOutcome;
 use crate::policy::{self, Decision, Gates};
 use crate::record::{clip_to, DecisionRecord, Endpoint, ECHO_BYTES, LOG_VERSION, TEXT_BYTES};
-use crate::rollout::{tag_decision_id, Arm};
+use crate::rollout::Arm;
 use crate::state::State;
 use crate::time::iso_from_ms;
 use serde::Serialize;
@@ -28,9 +29,12 @@ pub struct Request<'a> {
     pub arm: Arm,
     /// The new decision's id (`crypto.randomUUID()` in the Worker). Its last character is
     /// replaced by the tag of the arm and the deciding source
-    /// ([`rollout::tag_decision_id`](crate::rollout::tag_decision_id)); exploration draws
-    /// from the tagged id, so an explored decision can be replayed from its record.
+    /// ([`decision_id::tag_base`]); exploration draws from this base, so an explored
+    /// decision can be replayed from its record. With `keys`, the base is then signed with
+    /// what an outcome needs ([`decision_id::sign`]).
     pub decision_id: String,
+    /// The keys decision ids are signed with (`DECISION_ID_KEY`); None: unsigned ids.
+    pub keys: Option<&'a DecisionKeys>,
     /// The platform's request id (`cf-ray`), when present; kept at most [`ECHO_BYTES`].
     pub request_id: Option<&'a str>,
     /// The model backend's name for the record (`embedded`, `workers-ai`).
@@ -90,9 +94,23 @@ pub fn decide(decider: &Decider, req: Request<'_>, remote: Option<Remote>) -> De
     };
     let mut greedy = decider.decide_with(&req.state, req.gates, outcome);
     greedy.decision_us = req.decision_us;
-    let decision_id = tag_decision_id(req.decision_id, req.arm, greedy.source);
-    let served = decider.serve(greedy, draw_from_id(&decision_id));
+    let source = greedy.source;
+    let base = decision_id::tag_base(req.decision_id, req.arm, source);
+    let served = decider.serve(greedy, draw_from_id(&base));
     let d = served.decision;
+    let decision_id = match req.keys {
+        Some(keys) => {
+            let claims = Claims {
+                arm: req.arm,
+                source,
+                endpoint: req.endpoint,
+                action: d.action,
+                issued_ms: req.now_ms.clamp(0.0, decision_id::MAX_ISSUED_MS as f64) as u64,
+            };
+            decision_id::sign(&base, &claims, keys)
+        }
+        None => base,
+    };
     // A decision that needed an unavailable model says why in its record.
     let needed = policy::model_needed(req.gates, decider.policy());
     let detail = detail.or_else(|| match decider.model() {

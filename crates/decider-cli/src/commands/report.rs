@@ -3,7 +3,7 @@
 
 use crate::report::join::SuccessRule;
 use crate::report::timeline::parse_duration_ms;
-use crate::report::{Report, ReportError};
+use crate::report::{Judging, Report, ReportError};
 use std::path::{Path, PathBuf};
 
 /// Flags of `decider report`.
@@ -23,6 +23,13 @@ pub struct Args {
     /// Reward of a rejected request, 0..=1.
     #[arg(long, value_name = "R", default_value_t = 0.0)]
     pub reject_reward: f64,
+    /// Error rate of the comparisons (the control plane's `ROLLOUT_ALPHA`; a recorded rollout
+    /// change is judged again at the α its statistics say), in [0.000001, 0.5].
+    #[arg(long, value_name = "A", default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Largest tolerated loss of mean reward before "worse" (`ROLLOUT_MAX_LOSS`), in [0, 1].
+    #[arg(long, value_name = "L", default_value_t = 0.0)]
+    pub max_loss: f64,
     /// Print one JSON object instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -44,7 +51,8 @@ pub struct Args {
 /// Options out of range, a log file that cannot be opened, a chart that cannot be written.
 pub fn run(a: &Args) -> anyhow::Result<()> {
     let rule = SuccessRule::new(a.slo_ms, a.reject_reward).map_err(ReportError::Arg)?;
-    let report = Report::from_paths(&a.logs, rule, a.bucket, !a.quiet)?;
+    let judging = Judging::new(a.alpha, a.max_loss).map_err(ReportError::Arg)?;
+    let report = Report::from_paths(&a.logs, rule, judging, a.bucket, !a.quiet)?;
     if let Some(dir) = &a.svg_dir {
         let named = |e: std::io::Error, p: &Path| {
             std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))

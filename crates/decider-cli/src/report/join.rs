@@ -11,9 +11,10 @@ use super::timeline::{Timeline, REASONS};
 use crate::logs::{parse_iso_ms, Arm, Endpoint, Record};
 pub use decider_core::record::id_key;
 use decider_core::record::RolloutRecord;
-use decider_core::rollout::alarm::reason_index;
 use decider_core::rollout::Observation;
 use decider_core::{Action, FallbackReason, Source};
+use decider_rollout::alarm::reason_index;
+use decider_rollout::Sample;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -28,9 +29,11 @@ const HAS_LINE: u8 = 4;
 const REJECT: u8 = 8;
 const NO_MODEL_VERSION: u16 = u16::MAX;
 
-/// What is kept per decision id until the end: 16 bytes.
+/// What is kept per decision id until the end: 24 bytes.
 #[derive(Debug, Clone, Copy)]
 struct Pending {
+    /// When the decision was made, ms since the epoch (which rollout step it belongs to).
+    ts_ms: i64,
     latency_ms: f32,
     reward: f32,
     status: u16,
@@ -57,6 +60,7 @@ impl Pending {
 impl Default for Pending {
     fn default() -> Self {
         Pending {
+            ts_ms: 0,
             latency_ms: f32::NAN,
             reward: f32::NAN,
             status: 0,
@@ -137,6 +141,54 @@ pub struct Aggregates {
     pub timeline: Option<Timeline>,
     /// The rollout's changes (`rollout` records), oldest first, at most [`MAX_ROLLOUTS`].
     pub rollouts: Vec<RolloutRecord>,
+    /// The log's own counts of each rollout period: the step each change ended, then the one
+    /// in force since the last change (the whole log when there is none).
+    pub periods: Vec<Period>,
+}
+
+/// One period of the rollout, as the log counts it: the decisions made in it by arm, with
+/// the rewards of their outcomes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Period {
+    /// The change that ended it (an index in [`Aggregates::rollouts`]); None for the period
+    /// in force.
+    pub ended_by: Option<usize>,
+    /// Its first ms (the change's `step_since`; `i64::MIN` from the log's beginning).
+    pub from_ms: i64,
+    /// Its end, excluded (`i64::MAX` for the period in force).
+    pub to_ms: i64,
+    /// Each arm's outcomes ([`Arm::ALL`] order).
+    pub arms: [Sample; 3],
+    /// Each arm's decisions.
+    pub decisions: [u64; 3],
+}
+
+/// The periods the rollout records delimit: `[step_since, ts)` of each change, then from
+/// the last change on.
+fn periods(rollouts: &[RolloutRecord]) -> Vec<Period> {
+    let empty = |ended_by, from_ms, to_ms| Period {
+        ended_by,
+        from_ms,
+        to_ms,
+        arms: [Sample::default(); 3],
+        decisions: [0; 3],
+    };
+    let mut out: Vec<Period> = rollouts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let to = parse_iso_ms(&r.ts).ok()?;
+            let from = r
+                .step_since
+                .as_deref()
+                .and_then(|t| parse_iso_ms(t).ok())
+                .unwrap_or(i64::MIN);
+            Some(empty(Some(i), from.min(to), to))
+        })
+        .collect();
+    let last = out.last().map_or(i64::MIN, |p| p.to_ms);
+    out.push(empty(None, last, i64::MAX));
+    out
 }
 
 impl Join {
@@ -199,6 +251,8 @@ impl Join {
                     p.flags |= REJECT;
                 }
                 p.model_version = mv;
+                // The reader admits only timestamps that parse.
+                p.ts_ms = parse_iso_ms(&d.ts).unwrap_or(0);
                 let source = SOURCES.iter().position(|s| *s == d.source).unwrap_or(0) as u8;
                 p.dims = source | (d.arm as u8) << 2 | (d.endpoint as u8) << 4;
                 if let Some(o) = &d.outcome {
@@ -241,6 +295,10 @@ impl Join {
                 }
                 false
             }
+            // The judge's looks and alarms: the report judges its own counts.
+            Record::RolloutJudged(_) | Record::RolloutAlarm(_) | Record::RolloutAlarmCleared(_) => {
+                false
+            }
         }
     }
 
@@ -280,6 +338,10 @@ impl Join {
         let mut version = vec![GroupStats::default(); nv + 2];
         let mut arm_endpoint = vec![GroupStats::default(); 6];
         let mut arm_versions: Vec<HashMap<usize, u64>> = vec![HashMap::new(); 3];
+        let mut rollouts = self.rollouts;
+        // ISO times with milliseconds sort as text; the sort is stable.
+        rollouts.sort_by(|a, b| a.ts.cmp(&b.ts));
+        let mut periods = periods(&rollouts);
         let (mut decisions, mut orphans) = (0u64, 0u64);
         for p in self.pending.values() {
             if p.flags & HAS_DECISION == 0 {
@@ -307,6 +369,18 @@ impl Join {
                 g.add(reward, latency, rejected);
             }
             *arm_versions[a].entry(v).or_default() += 1;
+            let at = periods.partition_point(|q| q.from_ms <= p.ts_ms);
+            if let Some(q) = at.checked_sub(1).map(|i| &mut periods[i]) {
+                if p.ts_ms < q.to_ms {
+                    q.decisions[a] += 1;
+                    if let Some(r) = reward {
+                        let s = &mut q.arms[a];
+                        s.n += 1;
+                        s.sum += r;
+                        s.sum_sq += r * r;
+                    }
+                }
+            }
         }
         let name_v = |i: usize| match i {
             i if i < nv => self.model_versions[i].clone(),
@@ -365,12 +439,8 @@ impl Join {
             fallback_by_reason,
             holdout: self.holdout,
             timeline: Some(self.timeline),
-            rollouts: {
-                let mut r = self.rollouts;
-                // ISO times with milliseconds sort as text; the sort is stable.
-                r.sort_by(|a, b| a.ts.cmp(&b.ts));
-                r
-            },
+            rollouts,
+            periods,
         }
     }
 }
@@ -382,7 +452,7 @@ mod tests {
     #[test]
     fn a_pending_entry_stays_small() {
         // The join's memory is one of these plus an 8-byte key per decision id.
-        assert_eq!(std::mem::size_of::<Pending>(), 16);
+        assert_eq!(std::mem::size_of::<Pending>(), 24);
     }
 
     #[test]

@@ -21,6 +21,7 @@ use join::{Aggregates, Join, SuccessRule};
 use std::path::Path;
 use thiserror::Error;
 use timeline::Bucket;
+pub use verdict::Judging;
 use verdict::Verdict;
 
 /// Why the report could not be made.
@@ -43,6 +44,8 @@ pub struct Report {
     pub agg: Aggregates,
     /// The success definition used.
     pub rule: SuccessRule,
+    /// The comparison's error rate and tolerated loss.
+    pub judging: Judging,
     /// Width of the fallback buckets (ms).
     pub bucket_ms: i64,
     /// Fallbacks over time.
@@ -63,6 +66,7 @@ impl Report {
     pub fn from_paths<P: AsRef<Path>>(
         paths: &[P],
         rule: SuccessRule,
+        judging: Judging,
         bucket_ms: Option<i64>,
         progress: bool,
     ) -> Result<Report, ReportError> {
@@ -74,21 +78,22 @@ impl Report {
         reader.read_paths(paths, &mut |r: Record| {
             join.add(&r);
         })?;
-        Ok(Report::from_join(reader.into_stats(), join, rule))
+        Ok(Report::from_join(reader.into_stats(), join, rule, judging))
     }
 
     /// Finishes a join fed by the caller.
-    pub fn from_join(read: ReadStats, join: Join, rule: SuccessRule) -> Report {
+    pub fn from_join(read: ReadStats, join: Join, rule: SuccessRule, judging: Judging) -> Report {
         let mut agg = join.finish(&rule);
         let timeline = agg.timeline.take();
         let ((bucket_ms, buckets), widened) = timeline
             .map(|t| (t.buckets(), t.widened()))
             .unwrap_or(((0, Vec::new()), false));
-        let (verdict, verdicts) = verdict::verdicts(&agg, &buckets);
+        let (verdict, verdicts) = verdict::verdicts(&agg, &buckets, judging);
         Report {
             read,
             agg,
             rule,
+            judging,
             bucket_ms,
             buckets,
             bucket_widened: widened,

@@ -57,7 +57,7 @@ impl Rate {
     }
 }
 
-pub use decider_core::rollout::alarm::wilson;
+pub use decider_rollout::alarm::wilson;
 
 /// Normal interval on a mean from its sum and sum of squares, clipped to [0, 1].
 /// A single value has no spread to estimate: its interval is the whole of [0, 1].
@@ -128,6 +128,11 @@ impl GroupStats {
                 h.saturating_record((l * 1000.0).round() as u64);
             }
         }
+    }
+
+    /// Sum of the squared rewards.
+    pub fn sum_sq(&self) -> f64 {
+        self.sum_sq
     }
 
     /// Folds another group into this one.

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 /// The fallback reasons counted over time, their order, and the bin: the same as the
 /// rollout judge's fallback alarm at the edge.
-pub use decider_core::rollout::alarm::{Bin, OOD, REASONS};
+pub use decider_rollout::alarm::{Bin, OOD, REASONS};
 
 /// Most fine bins kept before they are merged into wider ones.
 pub const FINE_CAP: usize = 50_000;

@@ -5,27 +5,67 @@
 //!   Arms are assigned independently of the state, so the comparison is unbiased; source
 //!   against source is not (states fall back because they are unusual).
 //! - Champion vs challenger: the two model arms, same endpoints rule.
-//! - A difference counts when the two 95% intervals do not overlap. Otherwise the verdict
-//!   estimates how many more decisions with outcomes would separate them if the observed
-//!   difference held: intervals shrink as 1/√n, so k = ((h₁ + h₂) / |p₁ − p₂|)² times the
-//!   current sample, i.e. (k − 1)·n more at the current split.
+//! - Both are judged by the rollout's own comparison ([`decider_rollout::compare`]: the
+//!   always-valid confidence sequence of the difference of mean rewards, at `--alpha` with
+//!   `--max-loss`), the one the control plane judges with, so that a report and the live
+//!   rollout cannot disagree on the same counts. Undecided, the verdict estimates how many
+//!   more decisions with outcomes would separate them if the observed difference held.
+//! - The rollout: the log's own counts of each step the control plane's `rollout` records
+//!   delimit, judged again by the same comparison at the same error rate; the report says
+//!   whether its counts support each recorded change, and where the step in force stands.
+//!   It never takes the control plane's verdict over its counts.
 //! - Fallback alarm: the last [`RECENT`] buckets' pooled fallback rate against the median
 //!   of the earlier buckets; "far above" = at least twice the median, 5 points more, and
 //!   the recent rate's Wilson lower bound above the median. The detection is
-//!   `decider_core::rollout::alarm`, the one the rollout judge runs at the edge.
+//!   `decider_rollout::alarm`, the one the rollout judge runs in the control plane.
 
-use super::join::Aggregates;
-use super::stats::{GroupStats, Rate};
+use super::join::{Aggregates, Period};
+use super::stats::GroupStats;
 use super::timeline::{Bucket, OOD, REASONS};
 use crate::logs::{Arm, Endpoint};
+use decider_core::record::{RolloutRecord, Why};
 #[cfg(test)]
-use decider_core::rollout::alarm::median;
+use decider_rollout::alarm::median;
 /// Buckets at the end of the run compared with the rest, and the fewest non-empty buckets
 /// for the fallback alarm to be judged.
-pub use decider_core::rollout::alarm::{MIN_BUCKETS, RECENT};
-use decider_core::rollout::{fallback_alarm as detect, FallbackAlarm, Why};
+pub use decider_rollout::alarm::{MIN_BUCKETS, RECENT};
+use decider_rollout::sequential::{Comparison, Verdict as Sign};
+use decider_rollout::{compare, fallback_alarm as detect, FallbackAlarm, Sample};
 use serde::Serialize;
 use serde_json::{json, Value};
+
+/// How the report judges: the rollout's comparison at this error rate with this tolerated
+/// loss (`--alpha`, `--max-loss`; the control plane's `ROLLOUT_ALPHA`, `ROLLOUT_MAX_LOSS`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Judging {
+    /// Error rate of a comparison (a rollout's whole error rate for its steps).
+    pub alpha: f64,
+    /// Largest tolerated loss of mean reward.
+    pub max_loss: f64,
+}
+
+impl Default for Judging {
+    fn default() -> Judging {
+        Judging {
+            alpha: decider_rollout::sequential::DEFAULT_ALPHA,
+            max_loss: 0.0,
+        }
+    }
+}
+
+impl Judging {
+    /// Checks the parameters once.
+    ///
+    /// # Errors
+    /// A message naming the option (`--alpha`, `--max-loss`) and the value.
+    pub fn new(alpha: f64, max_loss: f64) -> Result<Judging, String> {
+        decider_rollout::policy::parse_alpha(&alpha.to_string())
+            .map_err(|e| format!("--alpha {e}, got {alpha}"))?;
+        decider_rollout::policy::parse_max_loss(&max_loss.to_string())
+            .map_err(|e| format!("--max-loss {e}, got {max_loss}"))?;
+        Ok(Judging { alpha, max_loss })
+    }
+}
 
 /// One verdict.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -40,8 +80,17 @@ pub struct Verdict {
     pub evidence: Value,
 }
 
-fn rate_json(r: &Rate) -> Value {
-    json!({"p": r.p, "lo": r.lo, "hi": r.hi, "n": r.n, "interval": r.method})
+/// A group's outcomes as the comparison's sample.
+fn sample(g: &GroupStats) -> Sample {
+    Sample {
+        n: g.with_outcome,
+        sum: g.successes,
+        sum_sq: g.sum_sq(),
+    }
+}
+
+fn comparison_json(c: &Comparison) -> Value {
+    serde_json::to_value(c).unwrap_or(Value::Null)
 }
 
 /// The two arms' tallies over the endpoints where both have outcomes.
@@ -65,15 +114,18 @@ fn shared(agg: &Aggregates, a: Arm, b: Arm) -> (GroupStats, GroupStats, Vec<&'st
     (ga, gb, eps)
 }
 
-/// Rough count of further decisions with outcomes (both groups, current split) that would
-/// separate the intervals if the observed difference held; None when no difference shows.
-pub fn more_needed(a: &Rate, b: &Rate) -> Option<u64> {
-    let d = (a.p - b.p).abs();
+/// Rough count of further decisions with outcomes (both arms, current split) that would
+/// settle a comparison if the observed difference held: the arms' sequences shrink about
+/// as 1/√n (a little slower: they widen with ln n), so k = ((h₁ + h₂) / |Δ|)² times the
+/// current sample, i.e. (k − 1)·n more. None when no difference shows.
+pub fn more_needed(c: &Comparison) -> Option<u64> {
+    let d = c.delta?.abs();
     if d < 1e-12 {
         return None;
     }
-    let k = ((a.half_width() + b.half_width()) / d).powi(2);
-    let more = ((k - 1.0).max(0.0) * (a.n + b.n) as f64).ceil();
+    let half = |a: &decider_rollout::sequential::ArmSummary| (a.hi - a.lo) / 2.0;
+    let k = ((half(&c.treatment) + half(&c.baseline)) / d).powi(2);
+    let more = ((k - 1.0).max(0.0) * (c.treatment.n + c.baseline.n) as f64).ceil();
     (more.is_finite() && more < 1e15).then_some(more as u64)
 }
 
@@ -102,46 +154,43 @@ pub fn thousands(n: u64) -> String {
 }
 
 /// Model vs rules on the arms.
-pub fn model_vs_rules(agg: &Aggregates) -> Verdict {
+pub fn model_vs_rules(agg: &Aggregates, j: Judging) -> Verdict {
     let (champ, hold, eps) = shared(agg, Arm::Champion, Arm::Holdout);
-    let (Some(c), Some(h)) = (champ.rate(), hold.rate()) else {
+    if champ.with_outcome == 0 || hold.with_outcome == 0 {
         return Verdict {
             kind: "model_vs_rules",
             action: "no data".into(),
             text: "model vs rules: no holdout and champion outcomes on a common endpoint; the unbiased comparison needs a holdout share (rules-only canary traffic)".into(),
             evidence: json!({"endpoints": eps}),
         };
-    };
-    let more = more_needed(&c, &h);
-    let evidence = json!({"champion": rate_json(&c), "holdout": rate_json(&h), "endpoints": eps, "more_needed": more});
-    let (action, text) = if c.separated_from(&h) && h.p > c.p {
-        (
+    }
+    let c = compare(&sample(&champ), &sample(&hold), j.alpha, j.max_loss);
+    let more = more_needed(&c);
+    let evidence =
+        json!({"comparison": comparison_json(&c), "endpoints": eps, "more_needed": more});
+    let (action, text) = match c.verdict {
+        Sign::Worse => (
             "retrain",
             format!(
-                "rules beat the model on the holdout arm ({} vs {}): retrain",
-                h.pm(),
-                c.pm()
+                "rules beat the model on the holdout arm: model {}: retrain",
+                c.describe()
             ),
-        )
-    } else if c.separated_from(&h) {
-        (
+        ),
+        Sign::Better => (
             "keep the model",
             format!(
-                "the model beats the rules (champion arm {} vs holdout {}): keep the model",
-                c.pm(),
-                h.pm()
+                "the model beats the rules on the holdout arm: model {}: keep the model",
+                c.describe()
             ),
-        )
-    } else {
-        (
+        ),
+        Sign::Undecided => (
             "keep collecting",
             format!(
-                "model vs rules: not yet significant (champion {} vs holdout {}); {}",
-                c.pm(),
-                h.pm(),
+                "model vs rules: not yet decided: model {}; {}",
+                c.describe(),
                 more_text(more)
             ),
-        )
+        ),
     };
     Verdict {
         kind: "model_vs_rules",
@@ -160,56 +209,49 @@ fn top_version(agg: &Aggregates, arm: Arm) -> String {
 }
 
 /// Champion vs challenger, ranked.
-pub fn champion_vs_challenger(agg: &Aggregates) -> Verdict {
+pub fn champion_vs_challenger(agg: &Aggregates, j: Judging) -> Verdict {
     let (chal, champ, eps) = shared(agg, Arm::Challenger, Arm::Champion);
     let (vc, vn) = (
         top_version(agg, Arm::Champion),
         top_version(agg, Arm::Challenger),
     );
-    let (Some(n), Some(c)) = (chal.rate(), champ.rate()) else {
+    if chal.with_outcome == 0 || champ.with_outcome == 0 {
         return Verdict {
             kind: "champion_vs_challenger",
             action: "no challenger".into(),
             text: "champion vs challenger: no challenger outcomes on an endpoint the champion also served".into(),
             evidence: json!({"endpoints": eps}),
         };
-    };
-    let more = more_needed(&n, &c);
-    let ranking = if n.p > c.p {
+    }
+    let c = compare(&sample(&chal), &sample(&champ), j.alpha, j.max_loss);
+    let more = more_needed(&c);
+    let ranking = if c.delta.unwrap_or(0.0) > 0.0 {
         ["challenger", "champion"]
     } else {
         ["champion", "challenger"]
     };
     let evidence = json!({
-        "champion": rate_json(&c), "challenger": rate_json(&n),
+        "comparison": comparison_json(&c),
         "champion_model_version": vc, "challenger_model_version": vn,
         "ranking": ranking, "endpoints": eps, "more_needed": more,
     });
-    let champ_s = format!("champion {vc} ({})", c.pm());
-    let chal_s = format!("challenger {vn} ({})", n.pm());
-    let (action, text) = if n.separated_from(&c) && n.p < c.p {
-        (
+    let who = format!("challenger {vn} vs champion {vc}: {}", c.describe());
+    let (action, text) = match c.verdict {
+        Sign::Worse => (
             "roll the challenger back",
-            format!("{champ_s} beats {chal_s}: roll the challenger back"),
-        )
-    } else if n.separated_from(&c) {
-        (
+            format!("{who}: roll the challenger back"),
+        ),
+        Sign::Better => (
             "promote the challenger",
-            format!("{chal_s} beats {champ_s}: promote the challenger"),
-        )
-    } else {
-        let (first, second) = if n.p > c.p {
-            (&chal_s, &champ_s)
-        } else {
-            (&champ_s, &chal_s)
-        };
-        (
+            format!("{who}: promote the challenger"),
+        ),
+        Sign::Undecided => (
             "keep collecting",
             format!(
-                "{first} ahead of {second}, not yet significant: keep collecting; {}",
+                "{who}: not yet decided, keep collecting; {}",
                 more_text(more)
             ),
-        )
+        ),
     };
     Verdict {
         kind: "champion_vs_challenger",
@@ -298,61 +340,152 @@ pub fn fallback_alarm(buckets: &[Bucket]) -> Verdict {
     }
 }
 
-/// Where the automatic rollout stands, from the judge's `rollout` records: the last change
-/// says it (100% → ship the challenger; a rollback; a switch to rules; a step up).
-pub fn rollout(agg: &Aggregates) -> Verdict {
-    let history: Vec<Value> = agg
-        .rollouts
-        .iter()
-        .map(|r| json!({"ts": r.ts, "challenger_version": r.challenger_version, "from": r.from, "to": r.to, "why": r.why.name()}))
-        .collect();
-    let Some(last) = agg.rollouts.last() else {
-        return Verdict {
-            kind: "rollout",
-            action: "no rollout records".into(),
-            text: "rollout: no `rollout` records in these logs (the judge logs one on every change of the challenger's share)".into(),
-            evidence: json!({"changes": history}),
-        };
-    };
-    let version = last.challenger_version.as_deref().unwrap_or("(unnamed)");
+/// The sign a change's own comparison must show for the log's counts to support it, and
+/// the arms compared (treatment, baseline).
+fn expected(r: &RolloutRecord, promoted_before: bool) -> (Sign, Arm, Arm) {
+    match r.why {
+        Why::Better => (Sign::Better, Arm::Challenger, Arm::Champion),
+        Why::Worse => (Sign::Worse, Arm::Challenger, Arm::Champion),
+        Why::RulesBeatModel => {
+            let model = if promoted_before {
+                Arm::Challenger
+            } else {
+                Arm::Champion
+            };
+            (Sign::Worse, model, Arm::Holdout)
+        }
+    }
+}
+
+/// The error rate a change was judged at: its statistics' `alpha` when they say it, else
+/// the period's share of `--alpha` (the k-th setting of a rollout at α·2^−(k+1)).
+fn period_alpha(r: Option<&RolloutRecord>, k: usize, j: Judging) -> f64 {
+    r.and_then(|r| r.statistics.as_ref())
+        .and_then(|s| s.get("alpha"))
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| j.alpha * 0.5f64.powi(k.min(1_000) as i32 + 1))
+}
+
+fn arms(p: &Period, t: Arm, b: Arm, alpha: f64, max_loss: f64) -> Comparison {
+    compare(&p.arms[t.index()], &p.arms[b.index()], alpha, max_loss)
+}
+
+/// Where the automatic rollout stands, judged on the log's own counts: each change the
+/// control plane recorded is judged again on the decisions of its step (does the log
+/// support it?), and the step in force on the decisions since the last change.
+pub fn rollout(agg: &Aggregates, j: Judging) -> Verdict {
+    let mut steps = Vec::new();
+    let mut agrees = true;
+    let mut first_disagreement = None;
+    // The k-th setting of the rollout each record belongs to (a new challenger starts at 0).
+    let mut k = 0usize;
+    let mut promoted = false;
+    let mut version: Option<&str> = None;
+    let mut next_alpha = j.alpha / 2.0;
+    for p in &agg.periods {
+        let Some(i) = p.ended_by else { continue };
+        let r = &agg.rollouts[i];
+        if r.challenger_version.as_deref() != version {
+            (k, promoted, version) = (0, false, r.challenger_version.as_deref());
+        }
+        let (want, t, b) = expected(r, promoted);
+        let alpha = period_alpha(Some(r), k, j);
+        let max_loss = r
+            .statistics
+            .as_ref()
+            .and_then(|s| s.get("max_loss"))
+            .and_then(Value::as_f64)
+            .unwrap_or(j.max_loss);
+        let c = arms(p, t, b, alpha, max_loss);
+        let ok = c.verdict == want;
+        if !ok && first_disagreement.is_none() {
+            first_disagreement = Some(format!(
+                "the change {} → {} ({}) on {}: the log's counts of that step say {}: {}",
+                r.from,
+                r.to,
+                r.why.name(),
+                r.ts,
+                c.verdict.name(),
+                c.describe()
+            ));
+        }
+        agrees &= ok;
+        steps.push(json!({
+            "ts": r.ts, "challenger_version": r.challenger_version, "from": r.from, "to": r.to,
+            "why": r.why.name(), "decisions": p.decisions, "comparison": comparison_json(&c),
+            "supported": ok,
+        }));
+        promoted |= r.promotes();
+        k += 1;
+        next_alpha = alpha / 2.0;
+    }
+    let last = agg.rollouts.last();
+    let current = agg.periods.last();
+    // The step in force: challenger vs champion while a challenger has outcomes there.
+    let now = current
+        .filter(|p| p.arms[Arm::Challenger.index()].n > 0 && p.arms[Arm::Champion.index()].n > 0)
+        .map(|p| arms(p, Arm::Challenger, Arm::Champion, next_alpha, j.max_loss));
     let evidence = json!({
-        "changes": history, "challenger_version": last.challenger_version,
-        "setting": last.to, "since": last.ts, "statistics": last.statistics,
+        "steps": steps,
+        "agrees_with_records": agrees,
+        "current": now.as_ref().map(comparison_json),
+        "challenger_version": last.and_then(|r| r.challenger_version.clone()),
     });
-    let (action, text) = if last.promotes() {
-        (
-            "ship the challenger",
-            format!(
-                "rollout: challenger {version} reached 100% on {}: it is the effective champion; ship it (copy its artifact to model/decision-model.json and deploy). {}",
-                last.ts, last.text
-            ),
+    let current_text = |c: &Comparison| {
+        format!(
+            "on the step in force the log's counts say {}: challenger vs champion {}",
+            c.verdict.name(),
+            c.describe()
         )
-    } else {
-        match last.why {
-            Why::Worse => (
-                "rolled back",
-                format!(
-                    "rollout: challenger {version} rolled back to 0% on {}: {}",
-                    last.ts, last.text
-                ),
-            ),
-            Why::RulesBeatModel => (
-                "switched to rules",
-                format!(
-                    "rollout: every decision on rules since {}: {}",
-                    last.ts, last.text
-                ),
-            ),
-            Why::Better => (
+    };
+    let (action, text) = match (last, first_disagreement) {
+        (_, Some(d)) => (
+            "records not supported",
+            format!("rollout: the log's counts do not support the control plane's records: {d}"),
+        ),
+        (None, _) => match &now {
+            Some(c) => (
                 "ramping",
                 format!(
-                    "rollout: challenger {version} at {} since {} ({} changes): {}",
-                    last.to,
-                    last.ts,
-                    agg.rollouts.len(),
-                    last.text
+                    "rollout: no `rollout` records in these logs; {}",
+                    current_text(c)
                 ),
             ),
+            None => (
+                "no rollout records",
+                "rollout: no `rollout` records in these logs and no challenger outcomes to judge"
+                    .into(),
+            ),
+        },
+        (Some(r), None) => {
+            let v = r.challenger_version.as_deref().unwrap_or("(unnamed)");
+            let n = agg.rollouts.len();
+            if r.promotes() {
+                (
+                    "ship the challenger",
+                    format!("rollout: challenger {v} reached 100% on {}, and the log's counts support each of its {n} changes: it is the effective champion; ship it (copy its artifact to model/decision-model.json and deploy)", r.ts),
+                )
+            } else {
+                match r.why {
+                    Why::Worse => (
+                        "rolled back",
+                        format!("rollout: challenger {v} rolled back to 0% on {}; the log's counts of that step agree: it is worse", r.ts),
+                    ),
+                    Why::RulesBeatModel => (
+                        "switched to rules",
+                        format!("rollout: every decision on rules since {}; the log's counts of that step agree: rules beat the model", r.ts),
+                    ),
+                    Why::Better => (
+                        "ramping",
+                        format!(
+                            "rollout: challenger {v} at {} since {} ({n} changes, each supported by the log's counts){}",
+                            r.to,
+                            r.ts,
+                            now.as_ref().map_or(String::new(), |c| format!("; {}", current_text(c)))
+                        ),
+                    ),
+                }
+            }
         }
     };
     Verdict {
@@ -364,12 +497,12 @@ pub fn rollout(agg: &Aggregates) -> Verdict {
 }
 
 /// All verdicts, in report order, and the one-line summary.
-pub fn verdicts(agg: &Aggregates, buckets: &[Bucket]) -> (String, Vec<Verdict>) {
+pub fn verdicts(agg: &Aggregates, buckets: &[Bucket], j: Judging) -> (String, Vec<Verdict>) {
     let v = vec![
-        model_vs_rules(agg),
-        champion_vs_challenger(agg),
+        model_vs_rules(agg, j),
+        champion_vs_challenger(agg, j),
         fallback_alarm(buckets),
-        rollout(agg),
+        rollout(agg, j),
     ];
     let summary = format!(
         "model vs rules: {}; challenger: {}; fallback: {}; rollout: {}",
@@ -381,32 +514,33 @@ pub fn verdicts(agg: &Aggregates, buckets: &[Bucket]) -> (String, Vec<Verdict>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::stats::Method;
 
-    fn rate(p: f64, half: f64, n: u64) -> Rate {
-        Rate {
-            p,
-            lo: p - half,
-            hi: p + half,
+    fn bernoulli(n: u64, ok: u64) -> Sample {
+        Sample {
             n,
-            method: Method::Wilson,
+            sum: ok as f64,
+            sum_sq: ok as f64,
         }
     }
 
     #[test]
-    fn more_needed_scales_the_sample_until_the_intervals_part() {
-        // Half-widths 0.02 + 0.02 against a difference of 0.02: k = 4, three times the
-        // current 2000 more.
-        assert_eq!(
-            more_needed(&rate(0.90, 0.02, 1000), &rate(0.92, 0.02, 1000)),
-            Some(6000)
+    fn more_needed_scales_the_sample_until_the_sequences_part() {
+        // Undecided at 1000 per arm; the estimate says how many more at the same split.
+        let c = compare(&bernoulli(1000, 920), &bernoulli(1000, 900), 0.05, 0.0);
+        assert_eq!(c.verdict, Sign::Undecided);
+        let more = more_needed(&c).unwrap();
+        assert!(more > 2_000, "{more}");
+        // With that many more outcomes and the same difference, it is decided.
+        let n = (2_000 + more) / 2;
+        let later = compare(
+            &bernoulli(n * 2, n * 2 * 92 / 100),
+            &bernoulli(n * 2, n * 2 * 90 / 100),
+            0.05,
+            0.0,
         );
+        assert_eq!(later.verdict, Sign::Better, "{more}");
         assert_eq!(
-            more_needed(&rate(0.90, 0.01, 1000), &rate(0.95, 0.01, 1000)),
-            Some(0)
-        );
-        assert_eq!(
-            more_needed(&rate(0.9, 0.02, 10), &rate(0.9, 0.03, 10)),
+            more_needed(&compare(&bernoulli(10, 9), &bernoulli(10, 9), 0.05, 0.0)),
             None
         );
     }

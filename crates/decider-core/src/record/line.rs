@@ -1,9 +1,13 @@
 //! Writing records: one JSON line each, `{"event":"decision",…}` or `{"event":"outcome",…}`,
 //! a decision line at most [`MAX_LINE_BYTES`].
 
-use super::{DecisionRecord, OutcomeRecord, Record, RolloutRecord, LOG_VERSION};
-use crate::rollout::Change;
+use super::{
+    AlarmKind, AlarmRecord, DecisionRecord, JudgedRecord, OutcomeRecord, Record, RolloutRecord,
+    Why, LOG_VERSION,
+};
+use crate::rollout::{Phase, Setting};
 use crate::time::iso_from_ms;
+use serde_json::Value;
 
 /// Longest decision line the Worker writes, in bytes: log pipelines (Workers Logs, Logpush
 /// destinations) bill and cap by line, and a learner reads millions of them.
@@ -186,24 +190,95 @@ impl OutcomeRecord {
 }
 
 impl RolloutRecord {
-    /// The record of a change the judge made about `challenger_version`.
-    pub fn of_change(change: &Change, challenger_version: Option<&str>) -> RolloutRecord {
+    /// The record of a change made at `at_ms` about `challenger_version`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        at_ms: i64,
+        challenger_version: Option<&str>,
+        from: Setting,
+        to: Setting,
+        why: Why,
+        text: &str,
+        step_since_ms: i64,
+        statistics: Value,
+    ) -> RolloutRecord {
         RolloutRecord {
             log_version: LOG_VERSION,
-            ts: iso_from_ms(change.at_ms as f64),
+            ts: iso_from_ms(at_ms as f64),
             challenger_version: challenger_version.map(|v| clip_to(v, ECHO_BYTES)),
-            from: change.from,
-            to: change.to,
-            why: change.why,
-            text: clip_to(&change.text, TEXT_BYTES * 2),
-            step_since: Some(iso_from_ms(change.step_since_ms as f64)),
-            statistics: Some(change.statistics),
+            from,
+            to,
+            why,
+            text: clip_to(text, 2 * TEXT_BYTES),
+            step_since: Some(iso_from_ms(step_since_ms as f64)),
+            statistics: Some(statistics),
         }
     }
+}
 
+impl JudgedRecord {
+    /// The record of a look at `at_ms`.
+    pub fn new(
+        at_ms: i64,
+        challenger_version: Option<&str>,
+        phase: Phase,
+        setting: Setting,
+        judgement: Value,
+    ) -> JudgedRecord {
+        JudgedRecord {
+            log_version: LOG_VERSION,
+            ts: iso_from_ms(at_ms as f64),
+            challenger_version: challenger_version.map(|v| clip_to(v, ECHO_BYTES)),
+            phase,
+            setting,
+            judgement: Some(judgement),
+        }
+    }
+}
+
+impl AlarmRecord {
+    /// The record of an alarm of `kind` at `at_ms`.
+    pub fn new(
+        at_ms: i64,
+        challenger_version: Option<&str>,
+        kind: AlarmKind,
+        text: &str,
+        evidence: Option<Value>,
+    ) -> AlarmRecord {
+        AlarmRecord {
+            log_version: LOG_VERSION,
+            ts: iso_from_ms(at_ms as f64),
+            challenger_version: challenger_version.map(|v| clip_to(v, ECHO_BYTES)),
+            kind,
+            text: clip_to(text, 2 * TEXT_BYTES),
+            evidence,
+        }
+    }
+}
+
+impl RolloutRecord {
     /// The record as its log line, `{"event":"rollout",…}`.
     pub fn to_line(&self) -> String {
         Record::Rollout(self.clone()).to_line()
+    }
+}
+
+impl JudgedRecord {
+    /// The record as its log line, `{"event":"rollout_judged",…}`.
+    pub fn to_line(&self) -> String {
+        Record::RolloutJudged(self.clone()).to_line()
+    }
+}
+
+impl AlarmRecord {
+    /// The record as its log line: `{"event":"rollout_alarm",…}`, or
+    /// `{"event":"rollout_alarm_cleared",…}` when `cleared`.
+    pub fn to_line(&self, cleared: bool) -> String {
+        if cleared {
+            Record::RolloutAlarmCleared(self.clone()).to_line()
+        } else {
+            Record::RolloutAlarm(self.clone()).to_line()
+        }
     }
 }
 
@@ -214,8 +289,11 @@ impl Record {
             Record::Decision(d) => d.to_line(),
             // Short and fixed: no free text to cut. Serialising one cannot fail (no maps).
             Record::Outcome(_) => serde_json::to_string(self).unwrap_or_else(|_| "{}".into()),
-            // Its text is clipped when made; the statistics are numbers.
-            Record::Rollout(_) => {
+            // The control plane's: their text is clipped when made, the rest is numbers.
+            Record::Rollout(_)
+            | Record::RolloutJudged(_)
+            | Record::RolloutAlarm(_)
+            | Record::RolloutAlarmCleared(_) => {
                 drop_null_members(&serde_json::to_string(self).unwrap_or_else(|_| "{}".into()))
             }
         }

@@ -9,6 +9,10 @@
 //!
 //! - This module: the record types and the rules every record obeys.
 //! - [`line`]: writing a record as its log line (at most [`MAX_LINE_BYTES`]).
+//! - The control plane's events ([`RolloutRecord`], [`JudgedRecord`], [`AlarmRecord`]): what
+//!   the rollout's judge did and found, written by the rollout Worker through this codec; their
+//!   statistics and judgement are the judge's own JSON objects (`decider-rollout` writes their
+//!   inside), the codec holds what every reader relies on.
 //! - [`read`]: reading records back — one validation for the Worker's `POST /v1/outcome`
 //!   bodies and for every log line a reader meets — and the lenient [`Reader`] that skips
 //!   and counts what is not a good record, naming the field that was wrong.
@@ -21,10 +25,10 @@ pub use read::{id_key, Found, ReadStats, Reader, SkipReason, Skipped};
 
 use crate::actions::Action;
 use crate::policy::{FallbackReason, ProbabilityMap, Shadow, Source};
-use crate::rollout::sequential::Comparison;
-use crate::rollout::{Arm, Setting, Why};
+use crate::rollout::{Arm, Phase, Setting};
 use crate::state::State;
 use serde::Serialize;
+use serde_json::Value;
 use std::ops::RangeInclusive;
 
 /// Schema version of [`Record`]; readers refuse other versions.
@@ -40,8 +44,14 @@ pub enum Record {
     Decision(DecisionRecord),
     /// An outcome reported for a decision by a `/v1/decide` caller.
     Outcome(OutcomeRecord),
-    /// A change of the rollout's setting, made by the judge on a cron run.
+    /// A change of the rollout's setting, made by the control plane's judge.
     Rollout(RolloutRecord),
+    /// One look of the judge.
+    RolloutJudged(JudgedRecord),
+    /// An alarm the judge raised.
+    RolloutAlarm(AlarmRecord),
+    /// An alarm the judge cleared.
+    RolloutAlarmCleared(AlarmRecord),
 }
 
 /// Which endpoint decided.
@@ -256,8 +266,75 @@ pub struct OutcomeRecord {
     pub latency_ms: Option<f64>,
 }
 
-/// A change of the rollout's setting (the `rollout` event): the judge's step on a cron run
-/// that ramped the challenger, rolled it back or switched to rules.
+/// Why a setting changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Why {
+    /// The challenger is better than the champion, with enough outcomes: the next step.
+    Better,
+    /// The challenger is worse than the champion by more than the tolerated loss: rollback.
+    Worse,
+    /// Rules beat the model on the holdout arm (`ROLLOUT_RULES_SWITCH`).
+    RulesBeatModel,
+}
+
+impl Why {
+    /// Every reason, in wire order.
+    pub const ALL: [Why; 3] = [Why::Better, Why::Worse, Why::RulesBeatModel];
+
+    /// Wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Why::Better => "better",
+            Why::Worse => "worse",
+            Why::RulesBeatModel => "rules_beat_model",
+        }
+    }
+
+    /// The reason of a wire name.
+    pub fn parse_name(s: &str) -> Option<Why> {
+        Why::ALL.into_iter().find(|w| w.name() == s)
+    }
+}
+
+/// Which alarm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlarmKind {
+    /// Rules beat the model on the holdout arm: retrain.
+    Holdout,
+    /// The fallback rate rose sharply.
+    Fallback,
+    /// An arm has more outcomes than decisions on the step: outcomes are being counted that
+    /// no decision of the step earned (the judge withholds its verdict while it holds).
+    ExcessOutcomes,
+}
+
+impl AlarmKind {
+    /// Every kind, in wire order.
+    pub const ALL: [AlarmKind; 3] = [
+        AlarmKind::Holdout,
+        AlarmKind::Fallback,
+        AlarmKind::ExcessOutcomes,
+    ];
+
+    /// Wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            AlarmKind::Holdout => "holdout",
+            AlarmKind::Fallback => "fallback",
+            AlarmKind::ExcessOutcomes => "excess_outcomes",
+        }
+    }
+
+    /// The kind of a wire name.
+    pub fn parse_name(s: &str) -> Option<AlarmKind> {
+        AlarmKind::ALL.into_iter().find(|k| k.name() == s)
+    }
+}
+
+/// A change of the rollout's setting (the `rollout` event): the judge's step on a look that
+/// ramped the challenger, rolled it back or switched to rules.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RolloutRecord {
     /// [`LOG_VERSION`].
@@ -276,8 +353,8 @@ pub struct RolloutRecord {
     pub text: String,
     /// When the step that ended began.
     pub step_since: Option<String>,
-    /// The comparison that decided (means, confidence sequence, outcomes, α).
-    pub statistics: Option<Comparison>,
+    /// The comparison that decided (the judge's JSON object).
+    pub statistics: Option<Value>,
 }
 
 impl RolloutRecord {
@@ -285,6 +362,40 @@ impl RolloutRecord {
     pub fn promotes(&self) -> bool {
         self.why == Why::Better && self.to == Setting::Share(100)
     }
+}
+
+/// One look of the judge (the `rollout_judged` event).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JudgedRecord {
+    /// [`LOG_VERSION`].
+    pub log_version: u32,
+    /// When the judge looked.
+    pub ts: String,
+    /// The challenger model the rollout is about.
+    pub challenger_version: Option<String>,
+    /// Where the rollout stands after the look.
+    pub phase: Phase,
+    /// The setting in force after the look.
+    pub setting: Setting,
+    /// What the judge found (the judge's JSON object).
+    pub judgement: Option<Value>,
+}
+
+/// An alarm raised (`rollout_alarm`) or cleared (`rollout_alarm_cleared`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AlarmRecord {
+    /// [`LOG_VERSION`].
+    pub log_version: u32,
+    /// When.
+    pub ts: String,
+    /// The challenger model the rollout is about.
+    pub challenger_version: Option<String>,
+    /// Which alarm.
+    pub kind: AlarmKind,
+    /// One sentence for people (empty when cleared).
+    pub text: String,
+    /// The numbers that raised it (the judge's JSON object).
+    pub evidence: Option<Value>,
 }
 
 /// Longest `decision_id` a record may carry (the Worker's are 36 characters).

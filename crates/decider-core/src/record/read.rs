@@ -18,15 +18,14 @@
 //! array of them).
 
 use super::{
-    clip_to, valid_decision_id, Attempt, DecisionRecord, Endpoint, ErrorKind, OutcomeRecord,
-    Record, RequestInfo, RolloutRecord, RouteOutcome, CALLER_STATUS, ECHO_BYTES, LOG_VERSION,
-    MAX_ID_LEN, ORIGIN_STATUS, TEXT_BYTES,
+    clip_to, valid_decision_id, AlarmKind, AlarmRecord, Attempt, DecisionRecord, Endpoint,
+    ErrorKind, JudgedRecord, OutcomeRecord, Record, RequestInfo, RolloutRecord, RouteOutcome, Why,
+    CALLER_STATUS, ECHO_BYTES, LOG_VERSION, MAX_ID_LEN, ORIGIN_STATUS, TEXT_BYTES,
 };
 use crate::actions::Action;
 use crate::json::{parse_text, short, FieldError, Fields, Nulls};
 use crate::policy::{FallbackReason, ProbabilityMap, Shadow, Source};
-use crate::rollout::sequential::Comparison;
-use crate::rollout::{Arm, Setting, Why};
+use crate::rollout::{Arm, Phase, Setting};
 use crate::state::State;
 use crate::time::parse_iso_ms;
 use serde::Deserialize;
@@ -39,7 +38,16 @@ const SOURCE_NAMES: &str = "one of model, rules, default";
 const REASON_NAMES: &str = "one of low_confidence, model_error, model_timeout, \
     model_unavailable, out_of_distribution, stale_signals, holdout";
 const ERROR_NAMES: &str = "one of timeout, connect, upstream_status, bad_upstream, no_origin";
-const TIME_SHAPE: &str = "an ISO-8601 UTC time like 2026-12-02T10:00:00.123Z";
+
+/// The events a record may be.
+pub const EVENTS: [&str; 6] = [
+    "decision",
+    "outcome",
+    "rollout",
+    "rollout_judged",
+    "rollout_alarm",
+    "rollout_alarm_cleared",
+];
 
 /// The members of a caller's outcome body.
 const OUTCOME_BODY: [&str; 4] = ["decision_id", "reward", "status", "latency_ms"];
@@ -103,14 +111,13 @@ fn outcome(f: &Fields<'_>, ts: String) -> Result<OutcomeRecord, FieldError> {
 }
 
 impl Record {
-    /// Whether a JSON value claims to be a record: an object with an `event` of `decision`,
-    /// `outcome` or `rollout` and a `log_version`. It is then a good record or a bad one.
+    /// Whether a JSON value claims to be a record: an object with an `event` of
+    /// [`EVENTS`] and a `log_version`. It is then a good record or a bad one.
     pub fn claimed(v: &Value) -> bool {
         v.get("log_version").is_some()
-            && matches!(
-                v.get("event").and_then(Value::as_str),
-                Some("decision" | "outcome" | "rollout")
-            )
+            && v.get("event")
+                .and_then(Value::as_str)
+                .is_some_and(|e| EVENTS.contains(&e))
     }
 
     /// Reads one record line as the Worker writes it (text, nothing around it).
@@ -151,10 +158,13 @@ impl Record {
         match f.require(f.str("event")?, "event")? {
             "outcome" => Ok(Record::Outcome(outcome(&f, ts)?)),
             "decision" => Ok(Record::Decision(decision(&f, ts)?)),
-            "rollout" => Ok(Record::Rollout(rollout(&f, ts)?)),
+            "rollout" => Ok(Record::Rollout(rollout_change(&f, ts)?)),
+            "rollout_judged" => Ok(Record::RolloutJudged(rollout_judged(&f, ts)?)),
+            "rollout_alarm" => Ok(Record::RolloutAlarm(rollout_alarm(&f, ts)?)),
+            "rollout_alarm_cleared" => Ok(Record::RolloutAlarmCleared(rollout_alarm(&f, ts)?)),
             other => Err(FieldError::OutOfRange {
                 field: "event".into(),
-                range: "decision, outcome or rollout",
+                range: "decision, outcome, rollout, rollout_judged, rollout_alarm or rollout_alarm_cleared",
                 got: short(&Value::String(other.chars().take(64).collect())),
             }),
         }
@@ -163,18 +173,43 @@ impl Record {
 
 const SETTING_SHAPE: &str = "a percent 0..=100 or \"rules\"";
 const WHY_NAMES: &str = "one of better, worse, rules_beat_model";
+const PHASE_NAMES: &str = "one of no_challenger, ramping, promoted, rolled_back";
+const KIND_NAMES: &str = "one of holdout, fallback, excess_outcomes";
+const TIME_SHAPE: &str = "an ISO-8601 UTC time like 2026-12-02T10:00:00.123Z";
 
 /// A rollout setting: a percent or `"rules"`.
 fn setting(f: &Fields<'_>, field: &str) -> Result<Setting, FieldError> {
     let v = f.require(f.get(field), field)?;
-    Setting::deserialize(v).map_err(|_| FieldError::OutOfRange {
+    Setting::from_value(v).ok_or_else(|| FieldError::OutOfRange {
         field: f.path(field),
         range: SETTING_SHAPE,
         got: short(v),
     })
 }
 
-fn rollout(f: &Fields<'_>, ts: String) -> Result<RolloutRecord, FieldError> {
+/// The judge's JSON object under `field`, when present.
+fn payload(f: &Fields<'_>, field: &str) -> Result<Option<Value>, FieldError> {
+    match f.get(field) {
+        None => Ok(None),
+        Some(v @ Value::Object(_)) => Ok(Some(v.clone())),
+        Some(v) => Err(FieldError::WrongType {
+            field: f.path(field),
+            expected: "an object",
+            got: crate::json::json_type(v).to_owned(),
+        }),
+    }
+}
+
+fn version(f: &Fields<'_>) -> Result<Option<String>, FieldError> {
+    Ok(f.str("challenger_version")?.map(|v| clip_to(v, ECHO_BYTES)))
+}
+
+fn text(f: &Fields<'_>) -> Result<String, FieldError> {
+    Ok(f.str("text")?
+        .map_or_else(String::new, |t| clip_to(t, 2 * TEXT_BYTES)))
+}
+
+fn rollout_change(f: &Fields<'_>, ts: String) -> Result<RolloutRecord, FieldError> {
     let from = setting(f, "from")?;
     let to = setting(f, "to")?;
     let why = f.require(f.name("why", WHY_NAMES, Why::parse_name)?, "why")?;
@@ -186,28 +221,38 @@ fn rollout(f: &Fields<'_>, ts: String) -> Result<RolloutRecord, FieldError> {
             got: short(&Value::String(t.chars().take(64).collect())),
         });
     }
-    let statistics = match f.get("statistics") {
-        None => None,
-        Some(v) => Some(
-            Comparison::deserialize(v).map_err(|e| FieldError::WrongType {
-                field: "statistics".into(),
-                expected: "the judge's comparison (treatment, baseline, lo, hi, alpha, verdict)",
-                got: clip_to(&e.to_string(), 120),
-            })?,
-        ),
-    };
     Ok(RolloutRecord {
         log_version: LOG_VERSION,
         ts,
-        challenger_version: f.str("challenger_version")?.map(|v| clip_to(v, ECHO_BYTES)),
+        challenger_version: version(f)?,
         from,
         to,
         why,
-        text: f
-            .str("text")?
-            .map_or_else(String::new, |t| clip_to(t, 2 * TEXT_BYTES)),
+        text: text(f)?,
         step_since: step_since.map(str::to_owned),
-        statistics,
+        statistics: payload(f, "statistics")?,
+    })
+}
+
+fn rollout_judged(f: &Fields<'_>, ts: String) -> Result<JudgedRecord, FieldError> {
+    Ok(JudgedRecord {
+        log_version: LOG_VERSION,
+        ts,
+        challenger_version: version(f)?,
+        phase: f.require(f.name("phase", PHASE_NAMES, Phase::parse_name)?, "phase")?,
+        setting: setting(f, "setting")?,
+        judgement: payload(f, "judgement")?,
+    })
+}
+
+fn rollout_alarm(f: &Fields<'_>, ts: String) -> Result<AlarmRecord, FieldError> {
+    Ok(AlarmRecord {
+        log_version: LOG_VERSION,
+        ts,
+        challenger_version: version(f)?,
+        kind: f.require(f.name("kind", KIND_NAMES, AlarmKind::parse_name)?, "kind")?,
+        text: text(f)?,
+        evidence: payload(f, "evidence")?,
     })
 }
 
@@ -672,7 +717,10 @@ impl Reader {
                 match r {
                     Record::Decision(_) => self.stats.decisions += 1,
                     Record::Outcome(_) => self.stats.outcomes += 1,
-                    Record::Rollout(_) => self.stats.rollouts += 1,
+                    Record::Rollout(_)
+                    | Record::RolloutJudged(_)
+                    | Record::RolloutAlarm(_)
+                    | Record::RolloutAlarmCleared(_) => self.stats.rollouts += 1,
                 }
                 visit(r);
             }

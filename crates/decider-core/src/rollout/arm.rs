@@ -1,7 +1,6 @@
 //! Who serves a request: sticky buckets of a routing key split traffic into the champion,
 //! challenger and holdout arms (`CANARY_PERCENT`, `CHALLENGER_PERCENT`, `CANARY_KEY`).
 
-use crate::policy::Source;
 use serde::{Deserialize, Serialize};
 
 /// The rollout arm a decision belongs to.
@@ -42,28 +41,6 @@ impl Arm {
     pub fn parse_name(s: &str) -> Option<Arm> {
         Arm::ALL.into_iter().find(|a| a.name() == s)
     }
-}
-
-/// The tag a decision id ends with: one digit, `'0' + 3·arm + source` (arm and source in
-/// wire order), so that an outcome reported later for the id says which live counter it
-/// belongs to without any lookup.
-fn tag(arm: Arm, source: Source) -> u8 {
-    b'0' + (3 * arm.index() + source.index()) as u8
-}
-
-/// `id` with its last character replaced by the tag of (`arm`, `source`); an empty id
-/// becomes the tag alone. A UUID stays a UUID (the tag is a hex digit).
-pub fn tag_decision_id(mut id: String, arm: Arm, source: Source) -> String {
-    id.pop();
-    id.push(char::from(tag(arm, source)));
-    id
-}
-
-/// The arm and source a decision id was tagged with by [`tag_decision_id`]; None for an id
-/// that does not end with a tag (a hand-written id, or one from elsewhere).
-pub fn decision_tag(id: &str) -> Option<(Arm, Source)> {
-    let t = id.bytes().last()?.checked_sub(b'0')? as usize;
-    (t < 9).then(|| (Arm::ALL[t / 3], Source::ALL[t % 3]))
 }
 
 /// What the canary bucket is computed from (`CANARY_KEY`).
@@ -186,27 +163,6 @@ mod tests {
         assert!((share(Arm::Holdout) - 0.1).abs() < 0.015, "{counts:?}");
         assert_eq!(arm("k", 100, 0), Arm::Champion);
         assert_eq!(arm("k", 0, 50), Arm::Holdout);
-    }
-    #[test]
-    fn decision_ids_carry_their_arm_and_source() {
-        assert!(Arm::ALL.iter().enumerate().all(|(i, a)| a.index() == i));
-        assert!(Source::ALL.iter().enumerate().all(|(i, s)| s.index() == i));
-        let id = "0f6c2a9e-8a3b-4c1d-9e2f-3b4c5d6e7f8a".to_string();
-        for arm in Arm::ALL {
-            for source in Source::ALL {
-                let t = tag_decision_id(id.clone(), arm, source);
-                assert_eq!(t.len(), id.len());
-                assert_eq!(t[..t.len() - 1], id[..id.len() - 1]);
-                assert_eq!(decision_tag(&t), Some((arm, source)), "{t}");
-            }
-        }
-        assert_eq!(decision_tag(&id), None);
-        assert_eq!(decision_tag("d-9"), None);
-        assert_eq!(decision_tag(""), None);
-        assert_eq!(
-            tag_decision_id(String::new(), Arm::Holdout, Source::Default),
-            "8"
-        );
     }
     #[test]
     fn canary_keys() {

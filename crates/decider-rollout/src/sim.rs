@@ -1,11 +1,12 @@
 //! Simulated rollouts: Bernoulli rewards per arm, one flush batch per one-minute window, the
 //! judge run after every window (as the cron trigger would).
 
-use super::policy::Policy;
-use super::state::{judge, Change, Phase, RolloutState, Setting, Why};
-use super::tally::{Counts, Tally, Windows};
-use super::Arm;
-use crate::policy::Source;
+use crate::policy::Policy;
+use crate::state::{step, Change, Event, RolloutState};
+use crate::tally::{Tally, Windows};
+use decider_core::record::{AlarmKind, Why};
+use decider_core::rollout::{Arm, Counts, Phase, Setting};
+use decider_core::Source;
 
 const T0: i64 = 1_796_205_600_000;
 const WINDOW_MS: i64 = 60_000;
@@ -82,7 +83,14 @@ fn simulate(world: World, policy: &Policy, seed: u64, max_windows: usize) -> Run
         batch.add_counts(Arm::Challenger, Some("m-2"), Source::Model, &counts[1]);
         batch.add_counts(Arm::Holdout, Some("m-1"), Source::Rules, &counts[2]);
         store.add(&batch, start + WINDOW_MS / 2);
-        let (next, made) = judge(&state, policy, &store, start + WINDOW_MS);
+        let (next, events) = step(&state, policy, &store, start + WINDOW_MS);
+        let made: Vec<Change> = events
+            .into_iter()
+            .filter_map(|e| match e {
+                Event::Changed(c) => Some(c),
+                _ => None,
+            })
+            .collect();
         state = next;
         let (c, k) = (
             state.tally.arm(Arm::Challenger),
@@ -183,7 +191,7 @@ fn aa_false_decisions_stay_within_alpha() {
         if !run.changes.is_empty() {
             false_decisions += 1;
         }
-        if run.state.alarm(super::AlarmKind::Holdout).is_some() {
+        if run.state.alarm(AlarmKind::Holdout).is_some() {
             false_alarms += 1;
         }
         let naive_fired = run.looks.iter().any(|&[cs, cn, ks, kn]| {

@@ -47,14 +47,14 @@
 //!   is the ½·ln n term.
 //!
 //! α defaults to 0.05 (`ROLLOUT_ALPHA`). Its cost is logarithmic: the boundary grows with
-//! ln(1/α). The rollout spends it over its periods (see [`super::state`]), so that the whole
+//! ln(1/α). The rollout spends it over its periods (see [`crate::state`]), so that the whole
 //! rollout, not each step, keeps the error rate.
 //!
 //! The guarantee assumes that an arm's outcomes within a judged period have one mean (each
 //! is a draw with mean μ given everything before it). Arms are assigned by a sticky hash of
 //! the routing key, independent of the request's state and of time.
 
-use super::tally::{Counts, REWARD_SCALE};
+use decider_core::rollout::{Counts, REWARD_SCALE};
 use serde::{Deserialize, Serialize};
 
 /// Default error rate of a comparison.
@@ -223,6 +223,36 @@ pub struct Comparison {
     pub max_loss: f64,
     /// What it says.
     pub verdict: Verdict,
+}
+
+/// "+4.0" (points of a difference of means).
+fn points(x: f64) -> String {
+    format!("{:+.1}", x * 100.0)
+}
+
+/// "97.0%".
+pub fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+impl Comparison {
+    /// The comparison in words, the same in the control plane's records and in `decider
+    /// report`: "99.0% vs 80.0%, +19.0 points (confidence sequence +16.1 … +21.7 at α
+    /// 0.0250) on 1000 vs 5000 outcomes".
+    pub fn describe(&self) -> String {
+        let mean = |m: Option<f64>| m.map_or("–".into(), pct);
+        format!(
+            "{} vs {}, {} points (confidence sequence {} … {} at α {:.4}) on {} vs {} outcomes",
+            mean(self.treatment.mean),
+            mean(self.baseline.mean),
+            self.delta.map_or("–".into(), points),
+            points(self.lo),
+            points(self.hi),
+            self.alpha,
+            self.treatment.n,
+            self.baseline.n
+        )
+    }
 }
 
 fn summary(s: &Sample, a: f64) -> ArmSummary {

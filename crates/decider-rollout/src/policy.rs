@@ -6,7 +6,7 @@
 //! words of the Worker's other configuration parsers (`must be …`); the caller names the
 //! variable and quotes the value.
 
-use super::sequential::DEFAULT_ALPHA;
+use crate::sequential::DEFAULT_ALPHA;
 
 /// The steps when `ROLLOUT_STEPS` is unset.
 pub const DEFAULT_STEPS: [u8; 4] = [5, 20, 50, 100];
@@ -141,7 +141,7 @@ pub fn parse_steps(s: &str) -> Result<Steps, String> {
             Err(_) => {
                 return Err(format!(
                     "steps must be percents 1..=100, got {:?}",
-                    crate::json::short_text(part)
+                    decider_core::json::short_text(part)
                 ))
             }
         }

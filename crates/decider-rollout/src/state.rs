@@ -53,104 +53,16 @@
 //! `cargo test -p decider-core --release -- --ignored --nocapture outcomes_per_step` prints
 //! them with their 10% and 90% quantiles.
 
-use super::alarm::{fallback_alarm, Evidence, FallbackAlarm, REASONS};
-use super::policy::Policy;
-use super::sequential::{compare, Comparison, Sample, Verdict};
-use super::tally::{Tally, Windows};
-use super::Arm;
-use serde::de::Error as _;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use crate::alarm::{fallback_alarm, Evidence, FallbackAlarm, REASONS};
+use crate::policy::Policy;
+use crate::sequential::{compare, pct, Comparison, Sample, Verdict};
+use crate::tally::{Tally, Windows};
+use decider_core::record::{AlarmKind, Why};
+use decider_core::rollout::{Arm, Phase, Setting};
+use serde::{Deserialize, Serialize};
 
 /// Most changes the history keeps (the oldest go first).
 pub const MAX_HISTORY: usize = 50;
-
-/// Where the rollout stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Phase {
-    /// No challenger: only the holdout and fallback alarms run.
-    NoChallenger,
-    /// The challenger serves the current step's share and is judged.
-    Ramping,
-    /// The challenger reached 100%: it is the effective champion.
-    Promoted,
-    /// The challenger was rolled back to 0.
-    RolledBack,
-}
-
-/// What the Worker applies: the challenger's share of routing keys, or every decision on
-/// rules. On the wire, a percent or `"rules"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Setting {
-    /// The challenger serves this percent of routing keys (within the canary share).
-    Share(u8),
-    /// Every decision on rules (`ROLLOUT_RULES_SWITCH`).
-    Rules,
-}
-
-impl Serialize for Setting {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Setting::Share(p) => s.serialize_u8(*p),
-            Setting::Rules => s.serialize_str("rules"),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Setting {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Setting, D::Error> {
-        match serde_json::Value::deserialize(d)? {
-            serde_json::Value::String(s) if s == "rules" => Ok(Setting::Rules),
-            v => v
-                .as_u64()
-                .filter(|p| *p <= 100)
-                .map(|p| Setting::Share(p as u8))
-                .ok_or_else(|| {
-                    D::Error::custom(format!("a percent 0..=100 or \"rules\", got {v}"))
-                }),
-        }
-    }
-}
-
-impl std::fmt::Display for Setting {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Setting::Share(p) => write!(f, "{p}%"),
-            Setting::Rules => f.write_str("rules"),
-        }
-    }
-}
-
-/// Why a setting changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Why {
-    /// The challenger is better than the champion, with enough outcomes: the next step.
-    Better,
-    /// The challenger is worse than the champion by more than the tolerated loss: rollback.
-    Worse,
-    /// Rules beat the model on the holdout arm (`ROLLOUT_RULES_SWITCH`).
-    RulesBeatModel,
-}
-
-impl Why {
-    /// Every reason, in wire order.
-    pub const ALL: [Why; 3] = [Why::Better, Why::Worse, Why::RulesBeatModel];
-
-    /// Wire name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Why::Better => "better",
-            Why::Worse => "worse",
-            Why::RulesBeatModel => "rules_beat_model",
-        }
-    }
-
-    /// The reason of a wire name.
-    pub fn parse_name(s: &str) -> Option<Why> {
-        Why::ALL.into_iter().find(|w| w.name() == s)
-    }
-}
 
 /// One change of setting: the `rollout` log event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -169,16 +81,6 @@ pub struct Change {
     pub step_since_ms: i64,
     /// The comparison that decided.
     pub statistics: Comparison,
-}
-
-/// Which alarm.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AlarmKind {
-    /// Rules beat the model on the holdout arm: retrain.
-    Holdout,
-    /// The fallback rate rose sharply.
-    Fallback,
 }
 
 /// A raised alarm.
@@ -254,9 +156,31 @@ pub struct RolloutState {
     pub history: Vec<Change>,
     /// Alarms raised and not cleared.
     pub alarms: Vec<Alarm>,
-    /// The last cron run's judgement.
+    /// The last look's judgement.
     pub last: Option<Judgement>,
+    /// Challengers this rollout superseded, with when (ms): a serving isolate that still
+    /// names one (a deploy reaching every isolate takes a while) does not start the old
+    /// rollout again. Forgotten after [`RETIRED_MS`].
+    #[serde(default)]
+    pub retired: Vec<(Option<String>, i64)>,
+    /// Caller outcomes received and not counted, by why ([`crate::outcomes`]).
+    #[serde(default)]
+    pub uncounted: Uncounted,
 }
+
+/// Caller outcomes received and not counted, by why (since the rollout began).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Uncounted {
+    /// A repeat of an outcome already counted for its decision.
+    pub duplicate: u64,
+    /// For a decision made before the current step began.
+    pub before_step: u64,
+    /// For a decision older than the memory of counted ids reaches.
+    pub beyond_horizon: u64,
+}
+
+/// How long a superseded challenger is remembered ([`RolloutState::for_challenger`]).
+pub const RETIRED_MS: i64 = 15 * 60 * 1000;
 
 impl RolloutState {
     /// A rollout beginning at `now_ms`: the challenger (`Some` version) at the first step's
@@ -280,7 +204,42 @@ impl RolloutState {
             history: Vec::new(),
             alarms: Vec::new(),
             last: None,
+            retired: Vec::new(),
+            uncounted: Uncounted::default(),
         }
+    }
+
+    /// The rule of a new rollout: the state to go on with when a serving isolate names
+    /// `challenger` at `now_ms`. The kept state when it is about that challenger, or when
+    /// the challenger was superseded by it less than [`RETIRED_MS`] ago (an isolate not yet
+    /// on the new deploy); otherwise a new rollout of `challenger` that remembers the one it
+    /// supersedes. Also the state to begin with when none is kept.
+    pub fn for_challenger(
+        kept: Option<RolloutState>,
+        challenger: Option<&str>,
+        policy: &Policy,
+        now_ms: i64,
+    ) -> RolloutState {
+        let Some(kept) = kept else {
+            return RolloutState::start(challenger.map(str::to_owned), policy, now_ms);
+        };
+        let named = |v: &Option<String>| v.as_deref() == challenger;
+        if named(&kept.challenger_version)
+            || kept
+                .retired
+                .iter()
+                .any(|(v, at)| named(v) && now_ms - at < RETIRED_MS)
+        {
+            return kept;
+        }
+        let mut fresh = RolloutState::start(challenger.map(str::to_owned), policy, now_ms);
+        fresh.retired = kept
+            .retired
+            .into_iter()
+            .filter(|(_, at)| now_ms - at < RETIRED_MS)
+            .chain([(kept.challenger_version, now_ms)])
+            .collect();
+        fresh
     }
 
     /// The setting in force.
@@ -346,38 +305,36 @@ impl RolloutState {
     }
 }
 
-fn points(x: f64) -> String {
-    format!("{:+.1}", x * 100.0)
+/// What a look did, in order: each becomes a record ([`crate::events`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// The setting changed.
+    Changed(Change),
+    /// An alarm was raised.
+    Raised(Alarm),
+    /// An alarm was cleared.
+    Cleared(AlarmKind),
 }
 
-fn pct(x: Option<f64>) -> String {
-    x.map_or("–".into(), |x| format!("{:.1}%", x * 100.0))
+/// The arm whose outcomes exceed its decisions on the step, if any: those outcomes are no
+/// evidence (more outcomes than decisions cannot all be the step's own).
+fn excess(t: &Tally) -> Option<(Arm, u64, u64)> {
+    Arm::ALL.into_iter().find_map(|a| {
+        let c = t.arm(a);
+        (c.outcomes > c.decisions).then_some((a, c.outcomes, c.decisions))
+    })
 }
 
-/// "+4.0 points (CS −0.8 … +7.1) on 812 vs 15,403 outcomes".
-fn describe(c: &Comparison) -> String {
-    format!(
-        "{} vs {}, {} points (confidence sequence {} … {} at α {:.4}) on {} vs {} outcomes",
-        pct(c.treatment.mean),
-        pct(c.baseline.mean),
-        c.delta.map_or("–".into(), points),
-        points(c.lo),
-        points(c.hi),
-        c.alpha,
-        c.treatment.n,
-        c.baseline.n
-    )
-}
-
-/// One cron run: counts the complete windows, judges, and returns the new state and the
-/// changes it made (none with `ROLLOUT_AUTO=false`). Never reads a clock: `now_ms` is the
-/// run's time, and windows that end after it are left for a later run.
-pub fn judge(
+/// One look of the judge: counts the complete windows, judges, and returns the new state
+/// and what it did (no change with `ROLLOUT_AUTO=false`; alarms are raised all the same).
+/// Never reads a clock: `now_ms` is the look's time, and windows that end after it are
+/// left for a later look.
+pub fn step(
     state: &RolloutState,
     policy: &Policy,
     windows: &Windows,
     now_ms: i64,
-) -> (RolloutState, Vec<Change>) {
+) -> (RolloutState, Vec<Event>) {
     let mut s = state.clone();
     s.count(windows, now_ms);
     let alpha = s.period_alpha(policy.alpha);
@@ -408,10 +365,34 @@ pub fn judge(
     let enough = |c: &Comparison| {
         c.treatment.n >= policy.min_outcomes && c.baseline.n >= policy.min_outcomes
     };
+    let before = s.alarms.clone();
+    let excess = excess(&s.tally);
+    match excess {
+        Some((arm, outcomes, decisions)) if s.alarm(AlarmKind::ExcessOutcomes).is_none() => {
+            s.alarms.push(Alarm {
+                kind: AlarmKind::ExcessOutcomes,
+                since_ms: now_ms,
+                text: format!(
+                    "the {} arm has {outcomes} outcomes for {decisions} decisions on this step: \
+                     outcomes are counted that no decision of the step earned; the judge waits",
+                    arm.name()
+                ),
+                holdout: None,
+                fallback: None,
+            });
+        }
+        None => s.alarms.retain(|a| a.kind != AlarmKind::ExcessOutcomes),
+        _ => {}
+    }
 
     let mut proposals: Vec<(Setting, Why, Comparison)> = Vec::new();
-    let mut waiting = None;
-    if let Some(c) = challenger {
+    let mut waiting = excess.map(|(arm, o, d)| {
+        format!(
+            "the {} arm has more outcomes ({o}) than decisions ({d}) on this step",
+            arm.name()
+        )
+    });
+    if let Some(c) = challenger.filter(|_| excess.is_none()) {
         match c.verdict {
             Verdict::Worse => proposals.push((Setting::Share(0), Why::Worse, c)),
             Verdict::Better if enough(&c) => proposals.push((
@@ -428,7 +409,7 @@ pub fn judge(
             Verdict::Undecided => {}
         }
     }
-    if let Some(h) = holdout {
+    if let Some(h) = holdout.filter(|_| excess.is_none()) {
         match h.verdict {
             Verdict::Worse => {
                 if s.alarm(AlarmKind::Holdout).is_none() {
@@ -437,7 +418,7 @@ pub fn judge(
                         since_ms: now_ms,
                         text: format!(
                             "rules beat the model on the holdout arm: model {}: retrain",
-                            describe(&h)
+                            h.describe()
                         ),
                         holdout: Some(h),
                         fallback: None,
@@ -463,11 +444,11 @@ pub fn judge(
                 since_ms: now_ms,
                 text: format!(
                     "fallback alarm: the last windows fell back on {} of decisions vs a median of {}; {} rose most ({} vs {})",
-                    pct(Some(e.recent_rate)),
-                    pct(Some(e.median_rate)),
+                    pct(e.recent_rate),
+                    pct(e.median_rate),
                     REASONS[e.rose_most],
-                    pct(Some(e.rose_most_recent)),
-                    pct(Some(e.rose_most_median)),
+                    pct(e.rose_most_recent),
+                    pct(e.rose_most_median),
                 ),
                 holdout: None,
                 fallback: Some(e),
@@ -477,7 +458,7 @@ pub fn judge(
         _ => {}
     }
 
-    let mut changes = Vec::new();
+    let mut events = Vec::new();
     let mut applied = Vec::new();
     for (to, why, c) in proposals {
         if !policy.auto || s.setting() == to {
@@ -504,21 +485,28 @@ pub fn judge(
             from,
             to,
             why,
-            text: format!("{from} → {to} ({verb}): {who} {}", describe(&c)),
+            text: format!("{from} → {to} ({verb}): {who} {}", c.describe()),
             step_since_ms: s.since_ms,
             statistics: c,
         };
         s.apply(to, why, policy, now_ms);
-        changes.push(change);
+        s.history.push(change.clone());
+        events.push(Event::Changed(change));
         applied.push(Proposal {
             to,
             why,
             applied: true,
         });
     }
-    s.history.extend(changes.iter().cloned());
     if s.history.len() > MAX_HISTORY {
         s.history.drain(..s.history.len() - MAX_HISTORY);
+    }
+    let gone = |a: &Alarm, among: &[Alarm]| !among.iter().any(|b| b.kind == a.kind);
+    for a in s.alarms.iter().filter(|a| gone(a, &before)) {
+        events.push(Event::Raised(a.clone()));
+    }
+    for b in before.iter().filter(|b| gone(b, &s.alarms)) {
+        events.push(Event::Cleared(b.kind));
     }
     s.last = Some(Judgement {
         at_ms: now_ms,
@@ -529,14 +517,32 @@ pub fn judge(
         proposals: applied,
         waiting,
     });
-    (s, changes)
+    (s, events)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{FallbackReason, Source};
-    use crate::rollout::tally::Counts;
+    use decider_core::rollout::Counts;
+    use decider_core::{FallbackReason, Source};
+
+    /// One look, and the changes it made.
+    fn judge(
+        s: &RolloutState,
+        p: &Policy,
+        w: &Windows,
+        now_ms: i64,
+    ) -> (RolloutState, Vec<Change>) {
+        let (s, events) = step(s, p, w, now_ms);
+        let changes = events
+            .into_iter()
+            .filter_map(|e| match e {
+                Event::Changed(c) => Some(c),
+                _ => None,
+            })
+            .collect();
+        (s, changes)
+    }
 
     const T0: i64 = 1_796_205_600_000;
     const MIN: i64 = 60_000;
@@ -812,23 +818,12 @@ mod tests {
         let (s1, _) = judge(&s0, &p, &w, T0 + MIN);
         let text = serde_json::to_string(&s1).unwrap();
         assert_eq!(serde_json::from_str::<RolloutState>(&text).unwrap(), s1);
-        assert_eq!(serde_json::to_string(&Setting::Share(20)).unwrap(), "20");
-        assert_eq!(
-            serde_json::to_string(&Setting::Rules).unwrap(),
-            r#""rules""#
-        );
-        assert_eq!(
-            serde_json::from_str::<Setting>("0").unwrap(),
-            Setting::Share(0)
-        );
-        assert!(serde_json::from_str::<Setting>("101").is_err());
-        assert!(serde_json::from_str::<Setting>(r#""all""#).is_err());
     }
 
     #[test]
     fn history_is_bounded() {
         let p = Policy {
-            steps: crate::rollout::policy::parse_steps(
+            steps: crate::policy::parse_steps(
                 &(1..=20)
                     .map(|i| (i * 5).to_string())
                     .collect::<Vec<_>>()

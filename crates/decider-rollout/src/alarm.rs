@@ -8,7 +8,7 @@
 //! lower end of its 95% Wilson interval is above it too, with at least [`MIN_RECENT_N`]
 //! recent decisions. Holdout traffic (rules by design) is counted in no bin.
 
-use crate::policy::FallbackReason;
+use decider_core::FallbackReason;
 use serde::{Deserialize, Serialize};
 
 /// Fallback reasons counted over time, in bin order (holdout traffic is kept out of the

@@ -1,0 +1,40 @@
+//! decider-rollout: the rollout's control plane, as pure logic — what the rollout Worker
+//! (`workers/rollout`) runs on every look, and what `decider report` judges its own counts
+//! with. No I/O, no clock, no `worker` dependency; builds for native and wasm32.
+//!
+//! The serving Worker counts and flushes ([`decider_core::rollout::live`]); everything
+//! that judges those counts is here, so that a report and the live rollout can never
+//! disagree on the same counts.
+//!
+//! # Layout
+//! - [`tally`]: counters keyed by (arm, model version, source) that merge exactly in any
+//!   order ([`Tally`]), the flush batch read and checked ([`Batch`]), and the per-window
+//!   store ([`Windows`]).
+//! - [`sequential`]: an always-valid confidence sequence for a difference of mean rewards
+//!   from aggregate counts ([`compare`]), and its verdict: the one judge.
+//! - [`alarm`]: the fallback-rate alarm, shared with `decider report`.
+//! - [`policy`]: the `ROLLOUT_*` configuration ([`Policy`]) and its parsers.
+//! - [`state`]: the rollout's state and the step of every look ([`step`]): counting, the
+//!   comparisons, ramping, rollback, alarms, a new rollout for a new challenger.
+//! - [`outcomes`]: which caller outcomes count: once per decision, within a horizon, for
+//!   decisions of the step.
+//! - [`events`]: every event of a look written through the record codec
+//!   ([`decider_core::record`]).
+#![deny(missing_docs)]
+
+pub mod alarm;
+pub mod events;
+pub mod outcomes;
+pub mod policy;
+pub mod sequential;
+pub mod state;
+pub mod tally;
+
+#[cfg(test)]
+mod sim;
+
+pub use alarm::{fallback_alarm, FallbackAlarm};
+pub use policy::Policy;
+pub use sequential::{compare, confidence_sequence, Comparison, Sample, Verdict};
+pub use state::{step, Alarm, Change, RolloutState};
+pub use tally::{Batch, BatchError, Tally, Windows};

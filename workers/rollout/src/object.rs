@@ -1,0 +1,302 @@
+//! The `Rollout` Durable Object: the one place where every serving isolate's counts meet. A
+//! shell over [`decider_rollout`]: it reads and writes storage and the log, and hands the
+//! rest to the pure code.
+//!
+//! Its routes, all JSON, reached only through the serving Worker's `ROLLOUT` binding (and
+//! this Worker's cron):
+//! - `POST /flush` — one isolate's batch ([`Batch`]): counted in the window of its arrival,
+//!   each caller outcome once ([`outcomes::receive`]); a malformed batch is refused with 400
+//!   naming its field. Answers the setting in force, as `GET /setting` does.
+//! - `GET /setting?challenger=V` — the setting in force ([`SettingAnswer`]) for an isolate
+//!   serving challenger `V` (absent: none); a challenger not seen before starts a new rollout
+//!   ([`RolloutState::for_challenger`]).
+//! - `POST /judge` — one look of the judge ([`decider_rollout::step`]) at the object's clock;
+//!   the object logs what it did ([`events::lines`]) and forgets counted ids beyond the
+//!   horizon.
+//! - `GET /state` — the state and the windows' totals, for the serving Worker's admin health.
+//!
+//! Storage: the state and the windows as two values; the counted caller outcomes' decision
+//! ids in a SQLite table, kept for `OUTCOME_HORIZON_S` (at most [`MAX_COUNTED`]; when full,
+//! the oldest are forgotten early and outcomes of decisions that old are no longer counted).
+
+use crate::config::Config;
+use decider_core::rollout::SettingAnswer;
+use decider_rollout::outcomes::{self, Floor};
+use decider_rollout::state::RolloutState;
+use decider_rollout::tally::windows::{Windows, DEFAULT_MAX_WINDOWS};
+use decider_rollout::tally::Batch;
+use decider_rollout::{events, step};
+use serde_json::json;
+use worker::{
+    durable_object, DurableObject, Env, Method, Request, Response, SqlStorageValue, State,
+};
+
+/// Storage key of the rollout's state.
+const STATE_KEY: &str = "state";
+/// Storage key of the count windows.
+const WINDOWS_KEY: &str = "windows";
+/// Storage key of the newest decision time whose ids were forgotten early (a full table).
+const EVICTED_KEY: &str = "evicted_ms";
+/// Most decision ids remembered at once (about 100 bytes each in SQLite).
+pub const MAX_COUNTED: u64 = 2_000_000;
+
+/// The Durable Object class bound as `ROLLOUT`.
+#[durable_object]
+pub struct Rollout {
+    state: State,
+    cfg: Config,
+}
+
+/// An error answered to the caller (the serving Worker logs it).
+struct Failure {
+    status: u16,
+    code: &'static str,
+    message: String,
+    field: Option<String>,
+}
+
+impl Failure {
+    fn new(status: u16, code: &'static str, message: impl Into<String>) -> Failure {
+        Failure {
+            status,
+            code,
+            message: message.into(),
+            field: None,
+        }
+    }
+
+    fn storage(e: &worker::Error) -> Failure {
+        Failure::new(500, "storage_failed", e.to_string())
+    }
+
+    fn response(&self) -> worker::Result<Response> {
+        let body =
+            json!({"error": {"code": self.code, "message": self.message, "field": self.field}});
+        Ok(Response::from_json(&body)?.with_status(self.status))
+    }
+}
+
+impl DurableObject for Rollout {
+    fn new(state: State, env: Env) -> Self {
+        let cfg = Config::from_vars(|name| crate::var(&env, name));
+        let sql = state.storage().sql();
+        // Idempotent; a failure shows on the first flush that needs the table.
+        let _ = sql.exec(
+            "CREATE TABLE IF NOT EXISTS counted (id TEXT PRIMARY KEY, decided_ms INTEGER NOT NULL) WITHOUT ROWID",
+            None,
+        );
+        let _ = sql.exec(
+            "CREATE INDEX IF NOT EXISTS counted_by_time ON counted (decided_ms)",
+            None,
+        );
+        Rollout { state, cfg }
+    }
+
+    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
+        let url = req.url()?;
+        let challenger = url
+            .query_pairs()
+            .find(|(k, _)| k == "challenger")
+            .map(|(_, v)| v.into_owned());
+        let result = match (req.method(), url.path()) {
+            (Method::Post, "/flush") => self.flush(&mut req).await,
+            (Method::Get, "/setting") => self.setting(challenger.as_deref()).await,
+            (Method::Post, "/judge") => self.judge().await,
+            (Method::Get, "/state") => self.report().await,
+            (_, path) => Err(Failure::new(
+                404,
+                "not_found",
+                format!("no route for {path}"),
+            )),
+        };
+        result.or_else(|f| f.response())
+    }
+}
+
+fn now_ms() -> i64 {
+    worker::Date::now().as_millis() as i64
+}
+
+fn answer(s: &RolloutState, auto: bool) -> worker::Result<Response> {
+    let a = SettingAnswer {
+        setting: s.setting(),
+        phase: s.phase,
+        automatic: auto,
+    };
+    let mut resp = Response::ok(a.to_json())?;
+    resp.headers_mut().set("content-type", "application/json")?;
+    Ok(resp)
+}
+
+impl Rollout {
+    async fn read<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<Option<T>, Failure> {
+        let text: Option<String> = self
+            .state
+            .storage()
+            .get(key)
+            .await
+            .map_err(|e| Failure::storage(&e))?;
+        // A value this code cannot read (an older layout) starts afresh rather than wedging
+        // the rollout.
+        Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+    }
+
+    async fn write<T: serde::Serialize>(&self, key: &str, value: &T) -> Result<(), Failure> {
+        let text = serde_json::to_string(value)
+            .map_err(|e| Failure::new(500, "internal", e.to_string()))?;
+        self.state
+            .storage()
+            .put(key, text)
+            .await
+            .map_err(|e| Failure::storage(&e))
+    }
+
+    /// The windows kept, or empty ones when none are, or they are of another width.
+    async fn windows(&self) -> Result<Windows, Failure> {
+        let width_ms = i64::from(self.cfg.window_s) * 1_000;
+        Ok(Windows::for_width(
+            self.read::<Windows>(WINDOWS_KEY).await?,
+            width_ms,
+            DEFAULT_MAX_WINDOWS,
+        ))
+    }
+
+    /// The rollout's state for an isolate serving `challenger` (the kept one, or a new
+    /// rollout), written back when it changed.
+    async fn rollout_for(
+        &self,
+        challenger: Option<&str>,
+        now: i64,
+    ) -> Result<RolloutState, Failure> {
+        let kept = self.read::<RolloutState>(STATE_KEY).await?;
+        let before = kept.clone();
+        let s = RolloutState::for_challenger(kept, challenger, &self.cfg.policy, now);
+        if before.as_ref() != Some(&s) {
+            self.write(STATE_KEY, &s).await?;
+        }
+        Ok(s)
+    }
+
+    /// The state kept, or a rollout without challenger from now.
+    async fn kept(&self, now: i64) -> Result<RolloutState, Failure> {
+        Ok(self
+            .read::<RolloutState>(STATE_KEY)
+            .await?
+            .unwrap_or_else(|| RolloutState::start(None, &self.cfg.policy, now)))
+    }
+
+    async fn flush(&self, req: &mut Request) -> Result<Response, Failure> {
+        let bytes = req
+            .bytes()
+            .await
+            .map_err(|e| Failure::new(400, "invalid_body", e.to_string()))?;
+        let batch = Batch::from_bytes(&bytes).map_err(|e| Failure {
+            field: Some(e.field.clone()),
+            ..Failure::new(400, "invalid_batch", e.to_string())
+        })?;
+        let now = now_ms();
+        let mut state = self.rollout_for(batch.challenger.as_deref(), now).await?;
+        let mut windows = self.windows().await?;
+        let evicted: Option<i64> = self.read(EVICTED_KEY).await?;
+        let floor = Floor::new(now, i64::from(self.cfg.horizon_s) * 1_000, evicted);
+        let sql = self.state.storage().sql();
+        let mut failed = None;
+        let mut first = |id: &str, decided_ms: i64| -> bool {
+            let inserted = sql
+                .exec(
+                    "INSERT INTO counted (id, decided_ms) VALUES (?, ?) ON CONFLICT DO NOTHING RETURNING 1",
+                    vec![
+                        SqlStorageValue::String(id.to_owned()),
+                        SqlStorageValue::Integer(decided_ms),
+                    ],
+                )
+                .map(|c| c.raw().next().is_some());
+            // A storage failure counts nothing rather than maybe twice.
+            inserted.unwrap_or_else(|e| {
+                failed = Some(e.to_string());
+                false
+            })
+        };
+        outcomes::receive(&mut state, &mut windows, &batch, now, floor, &mut first);
+        if let Some(e) = failed {
+            return Err(Failure::new(500, "storage_failed", e));
+        }
+        self.write(WINDOWS_KEY, &windows).await?;
+        self.write(STATE_KEY, &state).await?;
+        answer(&state, self.cfg.policy.auto)
+            .map_err(|e| Failure::new(500, "internal", e.to_string()))
+    }
+
+    async fn setting(&self, challenger: Option<&str>) -> Result<Response, Failure> {
+        let s = self.rollout_for(challenger, now_ms()).await?;
+        answer(&s, self.cfg.policy.auto).map_err(|e| Failure::new(500, "internal", e.to_string()))
+    }
+
+    async fn judge(&self) -> Result<Response, Failure> {
+        let now = now_ms();
+        let before = self.kept(now).await?;
+        let windows = self.windows().await?;
+        let (after, events) = step(&before, &self.cfg.policy, &windows, now);
+        self.write(STATE_KEY, &after).await?;
+        for line in events::lines(&after, &events, now) {
+            crate::log(&line);
+        }
+        self.forget(now).await?;
+        answer(&after, self.cfg.policy.auto)
+            .map_err(|e| Failure::new(500, "internal", e.to_string()))
+    }
+
+    /// Forgets counted ids beyond the horizon, and the oldest beyond [`MAX_COUNTED`]
+    /// (remembering how far back that reached).
+    async fn forget(&self, now: i64) -> Result<(), Failure> {
+        let sql = self.state.storage().sql();
+        let horizon = now - i64::from(self.cfg.horizon_s) * 1_000;
+        sql.exec(
+            "DELETE FROM counted WHERE decided_ms < ?",
+            vec![SqlStorageValue::Integer(horizon)],
+        )
+        .map_err(|e| Failure::storage(&e))?;
+        let cut = sql
+            .exec(
+                "SELECT decided_ms FROM counted ORDER BY decided_ms DESC LIMIT 1 OFFSET ?",
+                vec![SqlStorageValue::Integer(MAX_COUNTED as i64)],
+            )
+            .map_err(|e| Failure::storage(&e))?
+            .raw()
+            .next()
+            .and_then(|row| row.ok())
+            .and_then(|row| match row.first() {
+                Some(SqlStorageValue::Integer(t)) => Some(*t),
+                Some(SqlStorageValue::Float(t)) => Some(*t as i64),
+                _ => None,
+            });
+        if let Some(cut) = cut {
+            sql.exec(
+                "DELETE FROM counted WHERE decided_ms <= ?",
+                vec![SqlStorageValue::Integer(cut)],
+            )
+            .map_err(|e| Failure::storage(&e))?;
+            let evicted: Option<i64> = self.read(EVICTED_KEY).await?;
+            self.write(EVICTED_KEY, &evicted.map_or(cut, |e| e.max(cut)))
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn report(&self) -> Result<Response, Failure> {
+        let s = self.kept(now_ms()).await?;
+        let windows = self.windows().await?;
+        let total = windows.total().total();
+        let body = json!({
+            "state": s,
+            "automatic": self.cfg.policy.auto,
+            "windows": {
+                "width_s": windows.width_ms() / 1_000,
+                "kept": windows.windows().count(),
+                "decisions": total.decisions,
+                "outcomes": total.outcomes,
+            },
+        });
+        Response::from_json(&body).map_err(|e| Failure::new(500, "internal", e.to_string()))
+    }
+}
