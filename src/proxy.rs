@@ -165,7 +165,8 @@ impl Outgoing {
     /// JS failures copying headers or teeing the body.
     pub fn from_request(req: &worker::Request, may_retry: bool) -> worker::Result<Outgoing> {
         let inner = req.inner();
-        let url = req.url()?;
+        let url = inner.url();
+        let (path, query) = decider_core::forward::path_and_query(&url);
         let method = inner.method();
         let incoming = inner.headers();
         let connection = incoming.get("connection").ok().flatten();
@@ -202,8 +203,8 @@ impl Outgoing {
         };
         Ok(Outgoing {
             method,
-            path: url.path().to_string(),
-            query: url.query().map(str::to_string),
+            path: path.to_string(),
+            query: query.map(str::to_string),
             headers,
             body,
             spare,

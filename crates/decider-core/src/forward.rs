@@ -18,6 +18,21 @@ pub fn target_url(origin: &str, path: &str, query: Option<&str>) -> String {
     url
 }
 
+/// The path and query (without `?`) of an absolute request URL as the runtime serialises it
+/// (WHATWG: `scheme://authority/path?query#fragment`, already percent-encoded): the parts a
+/// forwarded request keeps. A URL without a path has the path `/`; the fragment is dropped.
+pub fn path_and_query(url: &str) -> (&str, Option<&str>) {
+    let url = url.split_once('#').map_or(url, |(u, _)| u);
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    let rest = &url[after_scheme..];
+    let rest = rest.find(['/', '?']).map_or("", |i| &rest[i..]);
+    let (path, query) = match rest.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (rest, None),
+    };
+    (if path.is_empty() { "/" } else { path }, query)
+}
+
 /// Hop-by-hop headers (RFC 9110 §7.6.1): meaningful for one connection only, never forwarded.
 pub const HOP_BY_HOP: [&str; 9] = [
     "connection",
@@ -96,6 +111,26 @@ pub fn is_idempotent(method: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_and_queries_of_request_urls() {
+        for (url, path, query) in [
+            ("https://h.example/a/b?x=1&y=%20", "/a/b", Some("x=1&y=%20")),
+            ("https://h.example/a/b", "/a/b", None),
+            ("https://h.example", "/", None),
+            ("https://h.example?q", "/", Some("q")),
+            ("https://h.example/?", "/", Some("")),
+            (
+                "http://u@h.example:8080/p%2Fq?a=b?c#frag",
+                "/p%2Fq",
+                Some("a=b?c"),
+            ),
+            ("https://h.example/x#f?not-a-query", "/x", None),
+            ("https://[::1]:9/v?k", "/v", Some("k")),
+        ] {
+            assert_eq!(path_and_query(url), (path, query), "{url}");
+        }
+    }
 
     #[test]
     fn target_urls() {
