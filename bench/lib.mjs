@@ -19,13 +19,28 @@ if (!COMPAT_DATE) throw new Error("wrangler.toml: no compatibility_date line");
 const modulesRules = [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }, { type: "ESModule", include: ["**/*.js"] }];
 const floor = { modules: true, scriptPath: path.join(HERE, "floor-worker/build/index.js"), modulesRules };
 const floorIo = { modules: true, scriptPath: path.join(HERE, "floor-worker/build-record/index.js"), modulesRules };
-const ours = { modules: true, scriptPath: path.join(ROOT, "build/index.js"), modulesRules, bindings: { DECISION_BACKEND: "embedded" } };
+// As deployed: decision ids signed (DECISION_ID_KEY is a secret every deploy sets).
+const ours = {
+  modules: true, scriptPath: path.join(ROOT, "build/index.js"), modulesRules,
+  bindings: { DECISION_BACKEND: "embedded", DECISION_ID_KEY: "bench-decision-id-key-0123456789abcdef" },
+};
+// The rollout's control plane (workers/rollout), a Worker of its own that the serving Worker
+// binds by script name, as wrangler.toml ships it.
+const CONTROL_PLANE = "edge-decider-rollout";
+const controlPlane = {
+  name: CONTROL_PLANE, modules: true, scriptPath: path.join(ROOT, "workers/rollout/build/index.js"), modulesRules,
+  durableObjects: { ROLLOUT: { className: "Rollout", useSQLite: true } },
+};
 export const WORKERS = {
   ours: { label: "edge-decider", options: ours },
-  // The same build with the ROLLOUT Durable Object bound, as wrangler.toml ships it: every
-  // decision counted in the isolate, the counts flushed and the share read through waitUntil
-  // (the object runs in the same workerd, so its CPU counts here too).
-  ours_counters: { label: "edge-decider, rollout counters on", options: { ...ours, durableObjects: { ROLLOUT: "Rollout" } } },
+  // The same build with the control plane bound, as wrangler.toml ships it: every decision
+  // counted in the isolate, the counts flushed and the setting read through waitUntil (the
+  // control plane runs in the same workerd, so its CPU counts here too).
+  ours_counters: {
+    label: "edge-decider, rollout counters on",
+    options: { ...ours, durableObjects: { ROLLOUT: { className: "Rollout", scriptName: CONTROL_PLANE } } },
+    beside: [controlPlane],
+  },
   floor: { label: "empty workers-rs Worker", options: floor },
   // The A/A control: the same empty Worker in a workerd of its own. How far it lands from the
   // first is how far two identical Workers land apart on this machine in this run.
@@ -81,7 +96,10 @@ export async function start(name) {
   const mf = new Miniflare({
     host: "127.0.0.1",
     port: 0,
-    workers: [{ name, compatibilityDate: COMPAT_DATE, ...WORKERS[name].options, unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }] }],
+    workers: [
+      { name, compatibilityDate: COMPAT_DATE, ...WORKERS[name].options, unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }] },
+      ...(WORKERS[name].beside ?? []).map((w) => ({ compatibilityDate: COMPAT_DATE, ...w })),
+    ],
     // edge-decider logs a line per decision; drained, as `wrangler dev` does.
     handleRuntimeStdio: (stdout, stderr) => [stdout, stderr].forEach((s) => s.resume()),
   });

@@ -60,7 +60,7 @@ for (const [k, what, max] of [["total_ms", "fresh workerd → first answered POS
     num(aa), `≤ ${max.toFixed(2)}`, judge(v, { max }, aa));
 }
 const kb = (b) => `${num(b / 1000, 1)} KB`;
-row("wasm size, raw and gzip -9 (1 KB = 1,000 bytes)", sizes ? `edge-decider ${kb(sizes.ours.raw)} raw, **${kb(sizes.ours.gzip9)} gzip**; empty Worker ${kb(sizes.floor.raw)} raw, ${kb(sizes.floor.gzip9)} gzip` : "–",
+row("wasm size, raw and gzip -9 (1 KB = 1,000 bytes)", sizes ? `edge-decider (serving) ${kb(sizes.ours.raw)} raw, **${kb(sizes.ours.gzip9)} gzip**; empty Worker ${kb(sizes.floor.raw)} raw, ${kb(sizes.floor.gzip9)} gzip${sizes.control_plane ? `; the control plane (workers/rollout, not loaded by routing isolates) ${kb(sizes.control_plane.raw)} raw, ${kb(sizes.control_plane.gzip9)} gzip` : ""}` : "–",
   "–", "≤ 250 KB gzip", judge(sizes?.ours.gzip9 / 1000, { max: 250 }));
 if (sizes?.priors_model) {
   const grow = (sizes.ours.gzip9 - sizes.priors_model.gzip9) / 1000;

@@ -22,7 +22,7 @@ if [[ "${BENCH_QUICK:-}" == 1 ]]; then
 fi
 start_s=$(date +%s) load_start=$(cut -d' ' -f1-3 /proc/loadavg) commit=$(git rev-parse --short HEAD)
 # Whether the measured code differs from the commit, at the start or the end (results excluded).
-measured=(src crates model rules build.rs Cargo.toml Cargo.lock bench ':(exclude)bench/results')
+measured=(src crates workers model rules build.rs Cargo.toml Cargo.lock bench ':(exclude)bench/results')
 dirty=false
 git diff --quiet HEAD -- "${measured[@]}" || dirty=true
 
@@ -76,7 +76,8 @@ mkdir -p "$priors"
 "$DECIDER" train --data "$priors/train.jsonl" --seed 42 --learning-rate 0.5 --max-leaves 127 --max-rounds 16 --base priors --quiet --out "$priors/model.json"
 DECIDER_MODEL="$priors/model.json" bash scripts/build-worker.sh --out-dir "$priors/build" >&2
 against_sizes=$(for a in "${against[@]}"; do printf '"%s": %s,' "${a%%=*}" "$(size "${a#*=}/index_bg.wasm")"; done)
-printf '{"ours": %s, "floor": %s, "priors_model": %s, "against": {%s}}\n' "$(size build/index_bg.wasm)" "$(size bench/floor-worker/build/index_bg.wasm)" \
+printf '{"ours": %s, "control_plane": %s, "floor": %s, "priors_model": %s, "against": {%s}}\n' "$(size build/index_bg.wasm)" \
+  "$(size workers/rollout/build/index_bg.wasm)" "$(size bench/floor-worker/build/index_bg.wasm)" \
   "$(size "$priors/build/index_bg.wasm")" "${against_sizes%,}" > "$RESULTS/sizes.json"
 
 git diff --quiet "$commit" -- "${measured[@]}" || dirty=true

@@ -125,9 +125,10 @@ export function intendedState(req, signals) {
 /**
  * Starts three origins answering from the ground truth and the Worker in workerd.
  * `script`: the built Worker's main module; `vars`: extra wrangler vars; `extra`: extra
- * Miniflare options for the Worker (e.g. `{ durableObjects: { ROLLOUT: "Rollout" } }`).
+ * Miniflare options for the Worker; `rollout`: the control plane beside it (`{vars}`, as
+ * the end-to-end tests' `startWorker` takes it).
  */
-export async function startLab({ seed, script, vars = {}, extra = {} }) {
+export async function startLab({ seed, script, vars = {}, extra = {}, rollout = false }) {
   const shared = { signals: null, byId: new Map() };
   const origins = [];
   for (const [i, action] of ROUTES.entries()) {
@@ -167,6 +168,7 @@ export async function startLab({ seed, script, vars = {}, extra = {} }) {
       ...vars,
     },
     extra: { kvNamespaces: ["SIGNALS"], ...(script ? { scriptPath: script } : {}), ...extra },
+    rollout,
   });
   return { worker, origins, shared };
 }

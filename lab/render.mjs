@@ -145,15 +145,17 @@ function sectionC(c, a) {
   const aa = c.aa;
   const aaRows = aa.runs.map((r) => `| ${r.seed} | ${int(r.requests)} | ${r.looks} | ${r.changes.length ? r.changes.map((x) => `${x.from} → ${x.to} (${x.why})`).join(", ") : "none"} | ${r.final_phase} | ${r.final_setting} | ${r.last_look.treatment_n} | ${r.last_look.baseline_n} | ${seq(r.last_look.lo, r.last_look.hi)} |`);
   return `Run: ${c.seconds} s in all (${c.build_seconds} s of builds, the A/A part ${aa.seconds} s).
-\`${Object.entries(c.vars).map(([k, v]) => `${k}=${v}`).join(" ")}\`, \`FAILOVER={}\`; \`ROLLOUT_STEPS\`
-(${c.better.policy.steps.join(",")}) and \`ROLLOUT_ALPHA\` (${c.better.policy.alpha}) at their defaults. The Worker runs
-with its \`ROLLOUT\` Durable Object, and nobody sets the challenger's share: the lab plays the
-Cron Trigger. After each chunk of traffic it waits 1.1 s (the last 1 s window ends), sends one
-request (the isolate flushes the counts it still holds), waits 1.1 s again, runs the Worker's
-scheduled handler (one look of the judge), and reads \`rollout\` from \`/v1/health\`. Every
+The serving Worker: \`${Object.entries(c.vars).map(([k, v]) => `${k}=${v}`).join(" ")}\`, \`FAILOVER={}\`; the control plane
+(\`workers/rollout\`, a Worker of its own in the same workerd, bound as \`ROLLOUT\`):
+\`${Object.entries(c.plane_vars ?? {}).map(([k, v]) => `${k}=${v}`).join(" ")}\`, \`ROLLOUT_STEPS\` (${c.better.policy.steps.join(",")}) and
+\`ROLLOUT_ALPHA\` (${c.better.policy.alpha}) at their defaults. Nobody sets the challenger's share: the lab plays
+the control plane's Cron Trigger. After each chunk of traffic it waits 1.1 s (the last 1 s
+window ends), sends one request (the isolate flushes the counts it still holds), waits 1.1 s
+again, runs the control plane's scheduled handler (one look of the judge), and reads
+\`rollout\` from the serving Worker's \`/v1/health\`. Every
 routing key is in the canary (\`CANARY_PERCENT=100\`, no holdout arm); an outcome is the status
-of the ground-truth origin the request reached. The rollout begins when the object is first
-read (the lab's health check before the traffic), and a step counts only the windows that begin
+of the ground-truth origin the request reached. The rollout begins when the control plane is
+first read (the lab's health check before the traffic), and a step counts only the windows that begin
 after it began: the lab waits 1.1 s before the first request, and again after each change of
 setting, or the outcomes of that second would fall in a window the judge never counts. The
 integrity must-show checks that at every look the judge had counted exactly the step's
@@ -184,7 +186,7 @@ ${rolloutPart(c.better, "1. A better challenger")}
 
 ${rolloutPart(c.worse, "2. A worse challenger")}
 
-**3. A/A.** ${aa.seeds} rollouts, each a fresh Worker (fresh Durable Object storage) from one build, with
+**3. A/A.** ${aa.seeds} rollouts, each a fresh pair of Workers (fresh control plane storage) from one build, with
 its own traffic seed, ${int(aa.requests_per_seed)} requests and a look after every ${int(aa.chunk)} (${aa.parallel} rollouts at a
 time). A rollout in which the judge changed anything (a step or a rollback) is a false decision:
 **${aa.false_decisions} of ${aa.runs.length}**${aa.false_seeds.length ? ` (seeds ${aa.false_seeds.join(", ")})` : ""}, against ${aa.allowed} allowed by the claimed error rate

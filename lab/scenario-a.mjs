@@ -108,7 +108,8 @@ export async function scenarioA({ n = Number(process.env.LAB_A_REQUESTS ?? 5000)
 
   const cc = rep.verdicts.find((v) => v.kind === "champion_vs_challenger");
   const mr = rep.verdicts.find((v) => v.kind === "model_vs_rules");
-  const measuredDiff = mr.evidence.champion.p - mr.evidence.holdout.p;
+  // The report's comparisons are the control plane's (treatment − baseline).
+  const measuredDiff = mr.evidence.comparison.delta;
   const trueDiff = arms.holdout.true_value_model - arms.holdout.true_value_rules;
   const originRows = ROUTES.map((r) => ({
     origin: r,
@@ -119,8 +120,8 @@ export async function scenarioA({ n = Number(process.env.LAB_A_REQUESTS ?? 5000)
   }));
   const must = [
     {
-      name: "report ranks the champion first, 95% intervals apart, verdict: roll the challenger back",
-      pass: cc.evidence.ranking?.[0] === "champion" && cc.evidence.champion.lo > cc.evidence.challenger.hi && cc.action === "roll the challenger back",
+      name: "report ranks the champion first, the challenger decided worse, verdict: roll the challenger back",
+      pass: cc.evidence.ranking?.[0] === "champion" && cc.evidence.comparison.verdict === "worse" && cc.evidence.comparison.hi < 0 && cc.action === "roll the challenger back",
       detail: cc.text,
     },
     {

@@ -1,8 +1,8 @@
 // Scenario C: rollouts that run themselves.
 //
-// The Worker runs with its ROLLOUT Durable Object bound, and the lab plays the Cron Trigger:
-// between chunks of traffic it runs the Worker's scheduled handler, each run one look of the
-// judge. Nobody sets a share: the judge ramps the challenger through ROLLOUT_STEPS or rolls it
+// The serving Worker runs with the control plane (workers/rollout) bound beside it, and the lab
+// plays the control plane's Cron Trigger: between chunks of traffic it runs its scheduled
+// handler, each run one look of the judge. Nobody sets a share: the judge ramps the challenger through ROLLOUT_STEPS or rolls it
 // back, from the outcomes the Worker counts itself (a routed request's outcome is the status
 // of the ground-truth origin it reached).
 //  1. A better challenger (the shipped model, against scenario A's worse model as the
@@ -22,20 +22,23 @@ import {
 } from "./lib.mjs";
 
 const SHIPPED = path.join(ROOT, "model/decision-model.json");
-const STORE = { durableObjects: { ROLLOUT: "Rollout" } };
 // Windows of 1 s, flushes every second or 50 outcomes, the share re-read every second: a cron
 // run after a chunk of traffic sees that chunk's counts. Every routing key in the canary, so
 // no holdout arm (the lab's rules beat the model, which would raise a holdout alarm).
 export const VARS = {
   CANARY_PERCENT: "100",
-  ROLLOUT_WINDOW_S: "1",
   ROLLOUT_FLUSH_S: "1",
   ROLLOUT_FLUSH_OUTCOMES: "50",
   ROLLOUT_CACHE_S: "1",
+  DECISION_ID_KEY: "lab-decision-id-key-0123456789abcdef",
+};
+// The control plane's: ROLLOUT_STEPS and ROLLOUT_ALPHA are left at their defaults; the
+// must-shows read the values in force from /v1/health (`rollout.store.config`).
+export const PLANE_VARS = {
+  ROLLOUT_WINDOW_S: "1",
   ROLLOUT_MIN_OUTCOMES: "100",
 };
-// ROLLOUT_STEPS and ROLLOUT_ALPHA are left at their defaults; the must-shows read the values
-// in force from the Worker's /v1/health (`config`).
+const PLANE = { vars: PLANE_VARS };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Requests [start, end) of a stream, keeping each request's signal snapshot. */
@@ -53,18 +56,24 @@ function slice(batches, start, end) {
 /**
  * One look of the judge, as a Cron Trigger run: wait for the current 1 s window to end, send
  * one request so that the isolate flushes the counts it still holds, wait for that window to
- * end too, run the scheduled handler, and read the rollout from /v1/health (admin).
+ * end too, run the control plane's scheduled handler, and read the rollout from /v1/health
+ * (admin). The setting and phase are the control plane's; before the next traffic the
+ * serving isolate has applied them (it reads them at most every ROLLOUT_CACHE_S).
  */
 async function look(lab) {
   await sleep(1100);
   await (await lab.worker.fetch("/v1/health")).arrayBuffer();
   await sleep(1100);
-  lab.cron ??= await lab.worker.mf.getWorker();
-  const run = await lab.cron.scheduled({ cron: "* * * * *" });
-  if (run.outcome !== "ok") throw new Error(`the scheduled handler answered ${JSON.stringify(run)}`);
-  const h = await (await lab.worker.health()).json();
-  if (!h.rollout?.store?.bound) throw new Error(`no rollout store: ${JSON.stringify(h.rollout)}`);
-  return h.rollout;
+  const outcome = await lab.worker.judge();
+  if (outcome !== "ok") throw new Error(`the control plane's scheduled handler answered ${outcome}`);
+  for (let i = 0; ; i++) {
+    const h = await (await lab.worker.health()).json();
+    if (!h.rollout?.store?.bound || !h.rollout.store.state) throw new Error(`no control plane: ${JSON.stringify(h.rollout)}`);
+    const cp = h.rollout.store.state;
+    const setting = cp.rules_only ? "rules" : cp.share;
+    if (h.rollout.setting === setting || i === 50) return { ...h.rollout, setting, phase: cp.phase };
+    await sleep(200);
+  }
 }
 
 /**
@@ -134,7 +143,17 @@ function steps(looks, changes, first) {
   }));
 }
 
-/** The judge's policy in force, from /v1/health's `config`. */
+/** /v1/health once the isolate has heard the control plane's setting (it asks after its
+ * first request, through waitUntil). */
+async function healthHeard(lab) {
+  for (let i = 0; ; i++) {
+    const h = await (await lab.worker.health()).json();
+    if (h.rollout?.automatic || i === 50) return h;
+    await sleep(100);
+  }
+}
+
+/** The judge's policy in force, from the control plane's configuration (/v1/health). */
 function policyOf(config) {
   const p = { steps: config?.ROLLOUT_STEPS, alpha: config?.ROLLOUT_ALPHA, min_outcomes: config?.ROLLOUT_MIN_OUTCOMES };
   if (!Array.isArray(p.steps) || typeof p.alpha !== "number") throw new Error(`no rollout policy in /v1/health: ${JSON.stringify(p)}`);
@@ -171,15 +190,15 @@ function servedBy(records, byId) {
  */
 async function rollout({ name, seed, script, champion, challenger, cap, chunk, after, dir, log }) {
   const t0 = Date.now();
-  const lab = await startLab({ seed, script, vars: VARS, extra: STORE });
+  const lab = await startLab({ seed, script, vars: VARS, rollout: PLANE });
   const logFile = path.join(dir, `${name}.log`);
   let run, afterRecords, final, byId, changes, config, failures;
   try {
-    const h0 = await (await lab.worker.health()).json();
+    const h0 = await healthHeard(lab);
     if (h0.model?.version !== champion.version || h0.challenger?.version !== challenger.version || !h0.rollout?.automatic) {
       throw new Error(`${name}: the Worker serves ${JSON.stringify({ model: h0.model, challenger: h0.challenger, rollout: h0.rollout })}`);
     }
-    config = h0.config;
+    config = h0.rollout.store.config;
     lab.firstSetting = h0.rollout.setting;
     // The rollout began with that read; a step counts only the windows that begin after it
     // began, so the traffic starts once the current window has ended.
@@ -230,9 +249,9 @@ async function rollout({ name, seed, script, champion, challenger, cap, chunk, a
 
 /** One A/A rollout: a fresh Worker, `n` requests of its own seed, a look every `chunk`. */
 async function aaRun({ seed, script, version, n, chunk }) {
-  const lab = await startLab({ seed, script, vars: VARS, extra: STORE });
+  const lab = await startLab({ seed, script, vars: VARS, rollout: PLANE });
   try {
-    const h0 = await (await lab.worker.health()).json();
+    const h0 = await healthHeard(lab);
     if (h0.model?.version !== version || h0.challenger?.version !== version || h0.rollout?.phase !== "ramping") {
       throw new Error(`A/A seed ${seed}: the Worker serves ${JSON.stringify({ model: h0.model, challenger: h0.challenger, rollout: h0.rollout })}`);
     }
@@ -244,7 +263,7 @@ async function aaRun({ seed, script, version, n, chunk }) {
     const last = looks.at(-1);
     return {
       seed,
-      policy: policyOf(h0.config),
+      policy: policyOf(h0.rollout.store.config),
       first_setting: h0.rollout.setting,
       history: history.length,
       requests: records.length,
@@ -334,16 +353,19 @@ export async function scenarioC({
         better.changes.every((c, i) => c.from === wantSteps[i][0] && c.to === wantSteps[i][1] && c.why === "better") &&
         better.final.phase === "promoted" && better.final.setting === 100 &&
         better.report.rollout?.action === "ship the challenger" &&
+        better.report.rollout?.evidence?.agrees_with_records === true &&
         Object.keys(better.after.served_by).every((k) => k.startsWith("challenger ")),
-      detail: `${better.requests} requests, ${better.looks.length} looks: ${perStep(better)}; phase ${better.final.phase}, setting ${better.final.setting}; after it ${better.after.requests} requests served by ${JSON.stringify(better.after.served_by)}; decider report: ${better.report.rollout?.action}; true value of the choices: challenger ${f4(better.truth.challenger)} vs champion ${f4(better.truth.champion)}`,
+      detail: `${better.requests} requests, ${better.looks.length} looks: ${perStep(better)}; phase ${better.final.phase}, setting ${better.final.setting}; after it ${better.after.requests} requests served by ${JSON.stringify(better.after.served_by)}; decider report on its own counts: ${better.report.rollout?.action} (agrees with the records: ${better.report.rollout?.evidence?.agrees_with_records}); true value of the choices: challenger ${f4(better.truth.challenger)} vs champion ${f4(better.truth.champion)}`,
     },
     {
       name: "a worse challenger is rolled back to 0, and serves nothing after",
       pass: worseRun.truth.challenger < worseRun.truth.champion &&
         worseRun.changes.length === 1 && worseRun.changes[0].to === 0 && worseRun.changes[0].why === "worse" &&
         worseRun.final.phase === "rolled_back" && worseRun.final.setting === 0 &&
+        worseRun.report.rollout?.action === "rolled back" &&
+        worseRun.report.rollout?.evidence?.agrees_with_records === true &&
         Object.keys(worseRun.after.served_by).every((k) => !k.startsWith("challenger ") && !k.endsWith(` ${worse.version}`)),
-      detail: `${worseRun.requests} requests, ${worseRun.looks.length} looks: ${perStep(worseRun)}; phase ${worseRun.final.phase}, setting ${worseRun.final.setting}; after it ${worseRun.after.requests} requests served by ${JSON.stringify(worseRun.after.served_by)}; decider report: ${worseRun.report.rollout?.action}; true value of the choices: challenger ${f4(worseRun.truth.challenger)} vs champion ${f4(worseRun.truth.champion)}`,
+      detail: `${worseRun.requests} requests, ${worseRun.looks.length} looks: ${perStep(worseRun)}; phase ${worseRun.final.phase}, setting ${worseRun.final.setting}; after it ${worseRun.after.requests} requests served by ${JSON.stringify(worseRun.after.served_by)}; decider report on its own counts: ${worseRun.report.rollout?.action} (agrees with the records: ${worseRun.report.rollout?.evidence?.agrees_with_records}); true value of the choices: challenger ${f4(worseRun.truth.challenger)} vs champion ${f4(worseRun.truth.champion)}`,
     },
     {
       name: `A/A (challenger = champion) over ${aaSeeds} seeds: false decisions ≤ α × seeds`,
@@ -362,6 +384,7 @@ export async function scenarioC({
     seconds: Math.round((Date.now() - t0) / 1000),
     build_seconds: buildSeconds,
     vars: VARS,
+    plane_vars: PLANE_VARS,
     shipped_version: shipped.version,
     worse_version: worse.version,
     worse_training: training,

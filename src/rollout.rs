@@ -268,7 +268,7 @@ pub fn public(iso: &Isolate) -> Value {
 }
 
 /// The admin part of `/v1/health`: the control plane's state (phase, step, alarms,
-/// history, the last judgement) and windows, or why it could not be read.
+/// history, the last judgement), windows and configuration, or why it could not be read.
 pub async fn report(iso: &Isolate) -> Value {
     let mut v = public(iso);
     let Some(plane) = &iso.rollout else {
@@ -277,9 +277,10 @@ pub async fn report(iso: &Isolate) -> Value {
     };
     v["store"] = match call(plane, "/state", None, HEALTH_MS).await {
         Ok(text) => match serde_json::from_str::<Value>(&text) {
-            Ok(state) => {
-                json!({"bound": true, "state": state["state"], "windows": state["windows"]})
-            }
+            Ok(v) => json!({
+                "bound": true, "state": v["state"], "windows": v["windows"],
+                "config": v["config"], "config_errors": v["config_errors"],
+            }),
             Err(e) => json!({"bound": true, "error": format!("/state answered non-JSON: {e}")}),
         },
         Err(e) => json!({"bound": true, "error": log::clip(&e)}),

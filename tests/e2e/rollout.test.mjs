@@ -394,6 +394,9 @@ describe("automatic rollout (the control plane, a Worker of its own)", () => {
     const h = await (await w.health()).json();
     expect(h.rollout).toMatchObject({ automatic: true, phase: "promoted", setting: 100, effective_champion: "challenger-test" });
     expect(h.rollout.store.state.history.map((c) => c.to)).toEqual([20, 50, 100]);
+    // The control plane's own configuration, read through the admin health.
+    expect(h.rollout.store.config).toMatchObject({ ROLLOUT_MIN_OUTCOMES: 20, ROLLOUT_WINDOW_S: 1, ROLLOUT_STEPS: [5, 20, 50, 100] });
+    expect(h.rollout.store.config_errors).toEqual([]);
     expect(h.challenger.percent).toBe(100);
     const pub = await (await w.fetch("/v1/health")).json();
     expect(pub.rollout.effective_champion).toBe("challenger-test");

@@ -9,6 +9,7 @@
 //! rules are refused: the claim is about that model, so there is no fallback) and
 //! `bench_whole(iters) -> checksum`.
 
+use decider_core::decision_id::DecisionKeys;
 use decider_core::record::Endpoint;
 use decider_core::request::{self, Request};
 use decider_core::rollout::Arm;
@@ -22,6 +23,7 @@ const N_STATES: usize = 256;
 struct Engine {
     decider: Decider,
     bodies: Vec<String>,
+    keys: DecisionKeys,
 }
 
 fn engine() -> Option<&'static Engine> {
@@ -38,13 +40,15 @@ fn engine() -> Option<&'static Engine> {
             Some(Engine {
                 decider: Decider::new(model, Some(rules), Params::default()),
                 bodies,
+                // As deployed: every decision id signed (DECISION_ID_KEY).
+                keys: DecisionKeys::new(b"bench-decision-id-key-0123456789abcdef", None).ok()?,
             })
         })
         .as_ref()
 }
 
 /// One `/v1/decide` body → its answer, as the Worker computes it (a fixed id and clock).
-fn decide_body(decider: &Decider, body: &[u8]) -> String {
+fn decide_body(decider: &Decider, keys: &DecisionKeys, body: &[u8]) -> String {
     match State::from_body(body, 12) {
         Ok(state) => {
             let req = Request {
@@ -53,7 +57,7 @@ fn decide_body(decider: &Decider, body: &[u8]) -> String {
                 endpoint: Endpoint::Decide,
                 arm: Arm::Champion,
                 decision_id: "4ae12971-112e-44b1-a38b-7063b8e5186f".to_string(),
-                keys: None,
+                keys: Some(keys),
                 request_id: None,
                 backend: "embedded",
                 now_ms: 1_796_205_600_000.0,
@@ -77,7 +81,7 @@ pub extern "C" fn init() -> i32 {
 pub extern "C" fn bench_whole(iters: u32) -> u32 {
     let Some(e) = engine() else { return 0 };
     (0..iters as usize).fold(0u32, |sum, i| {
-        let out = decide_body(&e.decider, e.bodies[i % N_STATES].as_bytes());
+        let out = decide_body(&e.decider, &e.keys, e.bodies[i % N_STATES].as_bytes());
         sum.wrapping_add(out.len() as u32)
     })
 }
@@ -93,7 +97,7 @@ mod tests {
         let mut by_model = 0;
         for b in &e.bodies {
             let v: serde_json::Value =
-                serde_json::from_str(&decide_body(&e.decider, b.as_bytes())).unwrap();
+                serde_json::from_str(&decide_body(&e.decider, &e.keys, b.as_bytes())).unwrap();
             assert!(v["action"].is_string(), "{b}: {v}");
             by_model += usize::from(v["source"] == "model");
         }

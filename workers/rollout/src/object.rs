@@ -289,6 +289,8 @@ impl Rollout {
         let total = windows.total().total();
         let body = json!({
             "state": s,
+            "config": decider_core::vars::values(crate::config::VARS, &self.cfg, true),
+            "config_errors": self.cfg.errors.iter().map(|e| json!({"var": e.var, "message": e.message})).collect::<Vec<_>>(),
             "automatic": self.cfg.policy.auto,
             "windows": {
                 "width_s": windows.width_ms() / 1_000,
