@@ -37,6 +37,8 @@ export const VARS = {
 export const PLANE_VARS = {
   ROLLOUT_WINDOW_S: "1",
   ROLLOUT_MIN_OUTCOMES: "100",
+  ROLLOUT_MIN_STEP_S: "0",
+  ROLLOUT_BAKE_PERCENT: "0",
 };
 const PLANE = { vars: PLANE_VARS };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

@@ -258,24 +258,7 @@ pub fn raw_var(env: &Env, name: &str) -> Option<String> {
     js_sys::JSON::stringify(&v).ok().and_then(|s| s.as_string())
 }
 
-/// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive).
-pub fn bearer_token(header: Option<&str>) -> Option<&str> {
-    let (scheme, token) = header?.trim().split_once(' ')?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
-}
-
-/// Compares two secrets in time that depends only on their lengths, not on where they
-/// first differ.
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = a.len() ^ b.len();
-    for i in 0..a.len().max(b.len()) {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0);
-        diff |= usize::from(x ^ y);
-    }
-    diff == 0
-}
+pub use decider_core::auth::{bearer_token, constant_time_eq};
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
@@ -302,24 +285,5 @@ mod tests {
         assert!(e.contains("action list"), "{e}");
         let e = load_artifact(b"not a model").unwrap_err();
         assert!(e.contains("magic"), "{e}");
-    }
-
-    #[test]
-    fn bearer_tokens() {
-        assert_eq!(bearer_token(Some("Bearer abc")), Some("abc"));
-        assert_eq!(bearer_token(Some("bearer  abc ")), Some("abc"));
-        assert_eq!(bearer_token(Some("Basic abc")), None);
-        assert_eq!(bearer_token(Some("Bearer")), None);
-        assert_eq!(bearer_token(Some("Bearer ")), None);
-        assert_eq!(bearer_token(None), None);
-    }
-
-    #[test]
-    fn constant_time_comparison() {
-        assert!(constant_time_eq(b"s3cret", b"s3cret"));
-        assert!(!constant_time_eq(b"s3cret", b"s3creT"));
-        assert!(!constant_time_eq(b"s3cret", b"s3cre"));
-        assert!(!constant_time_eq(b"", b"x"));
-        assert!(constant_time_eq(b"", b""));
     }
 }

@@ -30,6 +30,8 @@
 //!   also configuration values and errors, routing and signals.
 //! - `POST /v1/outcome` — a `/v1/decide` caller's outcome for a decision (bearer token).
 //! - `PUT|GET /v1/admin/signals` — store / show backend signals (bearer `ADMIN_TOKEN`).
+//! - `GET|POST /v1/admin/rollout` — the rollout's status and an operator's verbs, relayed to
+//!   the control plane (which checks its own `ADMIN_TOKEN`).
 //! - `POST /v1/debug/encode`, `POST /v1/debug/trap` — test endpoints, only with
 //!   `DEBUG_ENDPOINTS=true`.
 //! - Anything else outside `/v1/` — edge routing: decided, then proxied or rejected.
@@ -125,6 +127,7 @@ async fn route(mut req: Request, env: &Env, iso: &Isolate) -> worker::Result<Res
             m => Err(ApiError::method_not_allowed(m.as_ref(), "POST")),
         },
         "/v1/admin/signals" => apart(signals::admin(&mut req, env, iso)).await,
+        "/v1/admin/rollout" => apart(rollout::admin(&mut req, iso)).await,
         "/v1/debug/encode" if iso.cfg.debug_endpoints => match method {
             Method::Post => apart(debug_encode(&mut req)).await,
             m => Err(ApiError::method_not_allowed(m.as_ref(), "POST")),

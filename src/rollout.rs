@@ -13,6 +13,7 @@
 //! before.
 
 use crate::clock;
+use crate::error::ApiError;
 use crate::isolate::{ControlPlane, Isolate};
 use crate::js;
 use crate::log;
@@ -32,6 +33,8 @@ use web_sys::{Headers, RequestInit};
 const IO_MS: u32 = 5_000;
 /// Budget of the health report's read, ms.
 const HEALTH_MS: u32 = 2_000;
+/// Budget of an operator's call, ms.
+const ADMIN_MS: u32 = 10_000;
 
 /// The isolate's live counts and what it last heard from the control plane.
 #[derive(Default)]
@@ -177,25 +180,31 @@ pub fn after_request(iso: &Rc<Isolate>, ctx: &worker::Context) {
     }
 }
 
-/// A request to the control plane's object; `body` makes it a JSON POST. Its answer's
-/// text, or why there is none, within `ms`.
-async fn call(
+/// A request to the control plane's object; `body` makes it a JSON POST, `authorization`
+/// is passed on. Its answer's status and text, or why there is none, within `ms`.
+async fn exchange(
     plane: &ControlPlane,
     path: &str,
     body: Option<&str>,
+    authorization: Option<&str>,
     ms: u32,
-) -> Result<String, String> {
+) -> Result<(u16, String), String> {
     let stub = plane.stub()?;
     let init = RequestInit::new();
+    let headers = Headers::new().map_err(|e| js::error_text(&e))?;
+    if let Some(a) = authorization {
+        headers
+            .set("authorization", a)
+            .map_err(|e| js::error_text(&e))?;
+    }
     if let Some(body) = body {
-        let headers = Headers::new().map_err(|e| js::error_text(&e))?;
         headers
             .set("content-type", "application/json")
             .map_err(|e| js::error_text(&e))?;
         init.set_method("POST");
-        init.set_headers(&headers);
         init.set_body(&JsValue::from_str(body));
     }
+    init.set_headers(&headers);
     let url = format!("https://rollout{path}");
     let response = match js::fetch_on(&stub, &url, &init, js::delay(ms)).await {
         js::Fetched::Answer { response, .. } => response,
@@ -207,15 +216,69 @@ async fn call(
         Ok(p) => js::within(js::settle(p), ms).await,
         Err(e) => Some(Err(js::error_text(&e))),
     };
-    let text = match text {
-        Some(Ok(t)) => t.as_string().unwrap_or_default(),
-        Some(Err(e)) => return Err(format!("{path}: {e}")),
-        None => return Err(format!("{path}: no body within {ms} ms")),
-    };
+    match text {
+        Some(Ok(t)) => Ok((status, t.as_string().unwrap_or_default())),
+        Some(Err(e)) => Err(format!("{path}: {e}")),
+        None => Err(format!("{path}: no body within {ms} ms")),
+    }
+}
+
+/// [`exchange`] for the Worker's own calls: the answer's text when it is 2xx.
+async fn call(
+    plane: &ControlPlane,
+    path: &str,
+    body: Option<&str>,
+    ms: u32,
+) -> Result<String, String> {
+    let (status, text) = exchange(plane, path, body, None, ms).await?;
     if !(200..300).contains(&status) {
         return Err(format!("{path} answered {status}: {}", log::clip(&text)));
     }
     Ok(text)
+}
+
+/// `GET|POST /v1/admin/rollout`: the operator's status and verbs, passed to the control plane
+/// as they came (it checks the bearer token, its own `ADMIN_TOKEN`, and answers): this Worker
+/// only relays them.
+///
+/// # Errors
+/// 503 without the control plane or when it cannot be reached; the body's own errors.
+pub async fn admin(req: &mut worker::Request, iso: &Isolate) -> Result<worker::Response, ApiError> {
+    let Some(plane) = &iso.rollout else {
+        return Err(ApiError::new(
+            503,
+            "no_control_plane",
+            "no rollout control plane is bound (ROLLOUT)",
+        ));
+    };
+    let authorization = req.headers().get("authorization").ok().flatten();
+    let (path, body) = match req.method() {
+        worker::Method::Get => ("/status", None),
+        worker::Method::Post => {
+            let bytes = crate::http::read_json_body(req).await?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| ApiError::new(400, "invalid_json", "the body is not UTF-8 text"))?;
+            ("/control", Some(text))
+        }
+        m => return Err(ApiError::method_not_allowed(m.as_ref(), "GET, POST")),
+    };
+    let answered = exchange(
+        plane,
+        path,
+        body.as_deref(),
+        authorization.as_deref(),
+        ADMIN_MS,
+    )
+    .await;
+    let (status, text) = answered.map_err(|e| {
+        log::event("rollout_admin_failed", json!({"error": log::clip(&e)}));
+        ApiError::new(
+            503,
+            "control_plane_unavailable",
+            "the rollout control plane did not answer",
+        )
+    })?;
+    crate::http::json_text(status, text).map_err(|_| ApiError::internal())
 }
 
 /// Applies the control plane's answer to a flush or a read.

@@ -158,12 +158,14 @@ export async function startWorker({ vars = {}, ai = false, extra = {}, workers =
       });
     },
   });
-  await mf.ready;
+  const url = await mf.ready;
   const fetch = (p, init) => mf.dispatchFetch(new URL(p, "http://localhost"), init);
   // Warm the isolate (wasm instantiation) so timings measure requests, not start-up.
   await (await fetch("/v1/health")).arrayBuffer();
   return {
     mf,
+    /** The Worker's own HTTP address (for clients outside this process, e.g. the CLI). */
+    url: url.href.replace(/\/$/, ""),
     fetch,
     logs,
     stdoutLines,

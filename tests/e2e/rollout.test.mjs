@@ -1,7 +1,7 @@
 // Gradual rollout and observation: canary share with sticky buckets, champion/challenger,
 // shadow mode, and one Analytics Engine data point per decision.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { spawnSync } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -242,8 +242,9 @@ describe("automatic rollout (the control plane, a Worker of its own)", () => {
     ROLLOUT_CACHE_S: "1",
     DECISION_ID_KEY: KEY,
   };
-  // The control plane's policy: one-second windows, small steps.
-  const PLANE = { vars: { ROLLOUT_WINDOW_S: "1", ROLLOUT_MIN_OUTCOMES: "20" } };
+  // The control plane's policy: one-second windows, small steps that may advance at once,
+  // promoted at 100% without a bake (the operator's tests set their own).
+  const PLANE = { vars: { ROLLOUT_WINDOW_S: "1", ROLLOUT_MIN_OUTCOMES: "20", ROLLOUT_MIN_STEP_S: "0", ROLLOUT_BAKE_PERCENT: "0" } };
 
   /** A control plane stand-in in its own worker: its object throws, hangs, or answers late. */
   function brokenPlane(kind) {
@@ -588,6 +589,120 @@ describe("automatic rollout (the control plane, a Worker of its own)", () => {
     const res = await plane.fetch("http://localhost/flush", { method: "POST", body: "{}" });
     expect(res.status).toBe(404);
   });
+
+  /** A webhook receiver on loopback: records each notification; `behave` may fail or hang. */
+  async function startReceiver() {
+    const http = await import("node:http");
+    const r = { got: [], behave: "ok", url: "" };
+    const server = http.createServer((req, res) => {
+      let body = "";
+      req.on("data", (c) => (body += c));
+      req.on("end", () => {
+        if (r.behave === "hang") return; // never answers
+        r.got.push(JSON.parse(body));
+        if (r.behave === "fail") res.writeHead(500).end("down");
+        else res.writeHead(200).end("ok");
+      });
+    });
+    await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+    r.url = `http://127.0.0.1:${server.address().port}/hook`;
+    r.close = () => new Promise((ok) => { server.closeAllConnections?.(); server.close(() => ok()); });
+    return r;
+  }
+
+  /** `decider rollout VERB …` against the Worker; its exit status and output. Asynchronous:
+   * the webhook receiver lives in this process and must keep answering meanwhile. */
+  function cli(w, args, token = PLANE_TOKEN) {
+    const bin = process.env.DECIDER_BIN || path.join(ROOT, "target/debug/decider");
+    return new Promise((resolve) => {
+      execFile(bin, ["rollout", ...args, "--url", w.url], { encoding: "utf8", env: { ...process.env, ROLLOUT_ADMIN_TOKEN: token } },
+        (e, out, err) => resolve({ status: e ? e.code : 0, out, err }));
+    });
+  }
+  const PLANE_TOKEN = "plane-admin-token";
+
+  test("an operator pauses, resumes, aborts, restarts and promotes through decider rollout; each change is a record and a notification", async () => {
+    const hook = await startReceiver();
+    try {
+      const w = await worker(FAST, CHALLENGER_BUILD, [], {
+        vars: { ...PLANE.vars, ROLLOUT_BAKE_PERCENT: "10", ROLLOUT_BAKE_S: "3600", ADMIN_TOKEN: PLANE_TOKEN, ROLLOUT_WEBHOOK_URL: hook.url },
+      });
+      await (await w.decide({ state: EXAMPLE_STATE }, { "x-user": "op" })).arrayBuffer();
+      const status = async (args = []) => JSON.parse((await cli(w, ["status", "--json", ...args])).out);
+      expect(await status()).toMatchObject({ challenger_version: "challenger-test", phase: "ramping", setting: 5, paused: false, steps: [5, 20, 50, 100] });
+      const text = await cli(w, ["status"]);
+      expect(text.status).toBe(0);
+      expect(text.out).toMatch(/^rollout of challenger-test: ramping at 5%\n/);
+      expect(text.out).toMatch(/challenger +\d+ +\d+/);
+      // A wrong token is refused by the control plane, and the CLI says so.
+      const denied = await cli(w, ["pause"], "nope");
+      expect(denied.status).toBe(1);
+      expect(denied.err).toMatch(/401 unauthorized/);
+      const steps = [
+        [["pause", "--reason", "origin B maintenance"], { paused: true, setting: 5 }],
+        [["resume"], { paused: false, setting: 5 }],
+        [["abort", "--reason", "bad deploy"], { phase: "rolled_back", setting: 0 }],
+        [["restart", "--reason", "the outage was elsewhere"], { phase: "ramping", setting: 5 }],
+        [["promote", "--reason", "verified by hand"], { phase: "baking", setting: 90 }],
+        [["promote", "--skip-bake"], { phase: "promoted", setting: 100 }],
+      ];
+      for (const [args, want] of steps) {
+        const r = await cli(w, [...args, "--json"]);
+        expect(r.status, `${args.join(" ")}: ${r.err}`).toBe(0);
+        expect(JSON.parse(r.out), args.join(" ")).toMatchObject(want);
+      }
+      // A verb that does not apply: 409 with the control plane's words.
+      const again = await cli(w, ["abort"]);
+      expect(again.status).toBe(0); // promoted: abort still applies (rolls back)
+      const twice = await cli(w, ["resume"]);
+      expect(twice.status).toBe(1);
+      expect(twice.err).toMatch(/409 conflict: the rollout is running already/);
+      // Each verb a rollout record naming it and the reason; visible in /v1/health too.
+      const records = w.logs.filter((l) => l.event === "rollout");
+      expect(records.map((r) => r.why)).toEqual(["pause", "resume", "abort", "restart", "promote", "promote", "abort"]);
+      expect(records[0]).toMatchObject({ from: 5, to: 5, reason: "origin B maintenance" });
+      expect(records[2]).toMatchObject({ from: 5, to: 0, reason: "bad deploy" });
+      const h = await (await w.health()).json();
+      expect(h.rollout.store.state.history.map((c) => c.why)).toEqual(records.map((r) => r.why));
+      expect(h.rollout.store.state.phase).toBe("rolled_back");
+      // The webhook got every change once, each with a Slack text.
+      for (let i = 0; i < 50 && hook.got.length < records.length; i++) await new Promise((r) => setTimeout(r, 100));
+      expect(hook.got.map((n) => n.record.why)).toEqual(records.map((r) => r.why));
+      expect(new Set(hook.got.map((n) => n.id)).size).toBe(hook.got.length);
+      expect(hook.got[0].text).toMatch(/^edge-decider rollout \(challenger-test\): 5% → 5% \(pause by an operator: origin B maintenance\)/);
+    } finally {
+      await hook.close();
+    }
+  }, 60_000);
+
+  test("a webhook that fails or hangs changes nothing else: verbs and looks answer at once", async () => {
+    for (const behave of ["fail", "hang"]) {
+      const hook = await startReceiver();
+      hook.behave = behave;
+      try {
+        const w = await worker(FAST, CHALLENGER_BUILD, [], {
+          vars: { ...PLANE.vars, ADMIN_TOKEN: PLANE_TOKEN, ROLLOUT_WEBHOOK_URL: hook.url },
+        });
+        await (await w.decide({ state: EXAMPLE_STATE }, { "x-user": "op" })).arrayBuffer();
+        for (const verb of ["pause", "resume", "pause"]) {
+          const t0 = Date.now();
+          const r = await cli(w, [verb, "--json"]);
+          expect(r.status, r.err).toBe(0);
+          expect(Date.now() - t0, `${behave} ${verb}`).toBeLessThan(1500);
+        }
+        const t0 = Date.now();
+        expect(await w.judge()).toBe("ok");
+        expect(Date.now() - t0).toBeLessThan(1500);
+        expect(JSON.parse((await cli(w, ["status", "--json"])).out)).toMatchObject({ paused: true, setting: 5 });
+        if (behave === "fail") {
+          // Tried, failed, to be retried with backoff: said in the log.
+          await w.waitForLog((l) => l.event === "rollout_webhook_failed", 3000);
+        }
+      } finally {
+        await hook.close();
+      }
+    }
+  }, 60_000);
 
   /**
    * Rules beating the model on the holdout arm. The model routes the test's state to

@@ -40,6 +40,7 @@ pub mod metrics;
 pub mod ope;
 pub mod report;
 pub mod rng;
+pub mod rollout_ops;
 pub mod serving;
 pub mod simulate;
 pub mod svg;

@@ -5,7 +5,7 @@
 //! [`decider_cli::commands`].
 
 use clap::{Parser, Subcommand};
-use decider_cli::commands::{decide, eval, loadtest, ope, report, simulate, train};
+use decider_cli::commands::{decide, eval, loadtest, ope, report, rollout, simulate, train};
 use decider_cli::CliError;
 
 #[derive(Parser)]
@@ -24,6 +24,7 @@ enum Command {
     Loadtest(loadtest::Args),
     Report(report::Args),
     Ope(ope::Args),
+    Rollout(rollout::Args),
 }
 
 /// Runs the command; on failure prints `decider: error: …` on one line and exits 2 for a
@@ -37,6 +38,7 @@ fn main() {
         Command::Loadtest(a) => loadtest::run(&a),
         Command::Report(a) => report::run(&a),
         Command::Ope(a) => ope::run(&a),
+        Command::Rollout(a) => rollout::run(&a),
     };
     if let Err(e) = result {
         let msg = format!("{e:#}").replace('\n', " ");

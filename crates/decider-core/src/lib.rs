@@ -21,6 +21,7 @@
 //! - [`record`]: the decision and outcome records the Worker logs and every reader reads
 //!   back (one codec, with the lenient [`record::Reader`]).
 //! - [`time`]: ISO-8601 timestamps of the records, the UTC hour.
+//! - [`auth`]: bearer tokens, compared in constant time.
 //! - [`vars`]: configuration from wrangler vars, one table per Worker ([`var!`]).
 //! - [`rollout`]: which arm serves a request (champion, challenger, holdout), the one
 //!   success definition, the isolate's live counts and their flush batch, the setting the
@@ -38,6 +39,7 @@
 
 pub mod actions;
 pub mod artifact;
+pub mod auth;
 pub mod compact;
 pub mod decider;
 pub mod decision_id;

@@ -16,8 +16,24 @@ fn value(v: &impl serde::Serialize) -> Value {
 /// The lines of one look at `now_ms` that left the rollout at `after`, in order: the
 /// events, then the judgement.
 pub fn lines(after: &RolloutState, events: &[Event], now_ms: i64) -> Vec<String> {
+    let mut out = event_lines(after, events, now_ms);
+    out.push(
+        JudgedRecord::new(
+            now_ms,
+            after.challenger_version.as_deref(),
+            after.phase,
+            after.setting(),
+            value(&after.last),
+        )
+        .to_line(),
+    );
+    out
+}
+
+/// The lines of `events` alone (an operator's verb: no look).
+pub fn event_lines(after: &RolloutState, events: &[Event], now_ms: i64) -> Vec<String> {
     let version = after.challenger_version.as_deref();
-    let mut out: Vec<String> = events
+    events
         .iter()
         .map(|e| match e {
             Event::Changed(c) => RolloutRecord::new(
@@ -28,7 +44,8 @@ pub fn lines(after: &RolloutState, events: &[Event], now_ms: i64) -> Vec<String>
                 c.why,
                 &c.text,
                 c.step_since_ms,
-                value(&c.statistics),
+                c.statistics.as_ref().map(value),
+                c.reason.as_deref(),
             )
             .to_line(),
             Event::Raised(a) => {
@@ -43,18 +60,7 @@ pub fn lines(after: &RolloutState, events: &[Event], now_ms: i64) -> Vec<String>
                 AlarmRecord::new(now_ms, version, *kind, "", None).to_line(true)
             }
         })
-        .collect();
-    out.push(
-        JudgedRecord::new(
-            now_ms,
-            version,
-            after.phase,
-            after.setting(),
-            value(&after.last),
-        )
-        .to_line(),
-    );
-    out
+        .collect()
 }
 
 #[cfg(test)]

@@ -15,19 +15,26 @@
 //! - [`alarm`]: the fallback-rate alarm, shared with `decider report`.
 //! - [`policy`]: the `ROLLOUT_*` configuration ([`Policy`]) and its parsers.
 //! - [`state`]: the rollout's state and the step of every look ([`step`]): counting, the
-//!   comparisons, ramping, rollback, alarms, a new rollout for a new challenger.
+//!   comparisons, ramping (no step shorter than `ROLLOUT_MIN_STEP_S`), the bake after the
+//!   last step, rollback, alarms, a new rollout for a new challenger.
+//! - [`control`]: an operator's verbs (pause, resume, abort, promote, restart).
 //! - [`outcomes`]: which caller outcomes count: once per decision, within a horizon, for
 //!   decisions of the step.
 //! - [`events`]: every event of a look written through the record codec
 //!   ([`decider_core::record`]).
+//! - [`notify`]: the webhook's notifications, their outbox and backoff.
+//! - [`status`]: where the rollout stands, for an operator.
 #![deny(missing_docs)]
 
 pub mod alarm;
+pub mod control;
 pub mod events;
+pub mod notify;
 pub mod outcomes;
 pub mod policy;
 pub mod sequential;
 pub mod state;
+pub mod status;
 pub mod tally;
 
 #[cfg(test)]

@@ -107,7 +107,24 @@ pub struct Policy {
     /// `ROLLOUT_RULES_SWITCH`: when the holdout arm shows rules beating the model, switch
     /// all traffic to rules (otherwise only the alarm).
     pub rules_switch: bool,
+    /// `ROLLOUT_MIN_STEP_S`, in ms: a step lasts at least this long before it may advance,
+    /// whatever the evidence (a rollback never waits).
+    pub min_step_ms: i64,
+    /// `ROLLOUT_BAKE_PERCENT`: after the last step the previous champion keeps this share of
+    /// routing keys while the challenger bakes (0: no bake, promoted at once).
+    pub bake_percent: u8,
+    /// `ROLLOUT_BAKE_S`, in ms: how long the bake lasts; the judge can still roll back.
+    pub bake_ms: i64,
 }
+
+/// `ROLLOUT_MIN_STEP_S` when unset: five minutes.
+pub const DEFAULT_MIN_STEP_S: u32 = 300;
+
+/// `ROLLOUT_BAKE_PERCENT` when unset.
+pub const DEFAULT_BAKE_PERCENT: u8 = 5;
+
+/// `ROLLOUT_BAKE_S` when unset: an hour.
+pub const DEFAULT_BAKE_S: u32 = 3_600;
 
 impl Default for Policy {
     fn default() -> Policy {
@@ -118,8 +135,30 @@ impl Default for Policy {
             auto: true,
             alpha: DEFAULT_ALPHA,
             rules_switch: false,
+            min_step_ms: i64::from(DEFAULT_MIN_STEP_S) * 1_000,
+            bake_percent: DEFAULT_BAKE_PERCENT,
+            bake_ms: i64::from(DEFAULT_BAKE_S) * 1_000,
         }
     }
+}
+
+impl Policy {
+    /// The challenger's share while it bakes: 100 less the previous champion's.
+    pub fn bake_share(&self) -> u8 {
+        100 - self.bake_percent.min(99)
+    }
+}
+
+/// `ROLLOUT_BAKE_PERCENT`: an integer `0..=50`.
+///
+/// # Errors
+/// Why the value is refused.
+pub fn parse_bake_percent(s: &str) -> Result<u8, String> {
+    s.trim()
+        .parse::<u8>()
+        .ok()
+        .filter(|v| *v <= 50)
+        .ok_or_else(|| "must be an integer 0..=50".into())
 }
 
 /// `ROLLOUT_STEPS`: comma-separated percents, e.g. `5,20,50,100`.
@@ -261,5 +300,15 @@ mod tests {
         assert_eq!(p.steps.as_slice(), &DEFAULT_STEPS);
         assert!(p.auto && !p.rules_switch);
         assert_eq!((p.alpha, p.max_loss, p.min_outcomes), (0.05, 0.0, 200));
+        assert_eq!(
+            (p.min_step_ms, p.bake_percent, p.bake_ms),
+            (300_000, 5, 3_600_000)
+        );
+        assert_eq!(p.bake_share(), 95);
+        assert_eq!(parse_bake_percent("0"), Ok(0));
+        assert_eq!(parse_bake_percent(" 50 "), Ok(50));
+        for bad in ["51", "-1", "x", "", "5.5"] {
+            assert!(parse_bake_percent(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -79,8 +79,12 @@ pub struct Change {
     pub text: String,
     /// When the step that ended began.
     pub step_since_ms: i64,
-    /// The comparison that decided.
-    pub statistics: Comparison,
+    /// The comparison that decided; none for an operator's verb or the bake's end.
+    #[serde(default)]
+    pub statistics: Option<Comparison>,
+    /// The operator's reason, for an operator's verb.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// A raised alarm.
@@ -129,6 +133,9 @@ pub struct Judgement {
     /// Why the judge waits, when a verdict is in but the outcomes are too few.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting: Option<String>,
+    /// When the look before this one was (the period of the looks, for the next one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_at_ms: Option<i64>,
 }
 
 /// The rollout's state, kept between cron runs.
@@ -166,6 +173,9 @@ pub struct RolloutState {
     /// Caller outcomes received and not counted, by why ([`crate::outcomes`]).
     #[serde(default)]
     pub uncounted: Uncounted,
+    /// An operator paused the judge: it keeps judging and changes nothing until resumed.
+    #[serde(default)]
+    pub paused: bool,
 }
 
 /// Caller outcomes received and not counted, by why (since the rollout began).
@@ -206,6 +216,7 @@ impl RolloutState {
             last: None,
             retired: Vec::new(),
             uncounted: Uncounted::default(),
+            paused: false,
         }
     }
 
@@ -282,20 +293,41 @@ impl RolloutState {
         }
     }
 
-    /// Applies a change at `now_ms` and starts the next period.
-    fn apply(&mut self, to: Setting, why: Why, policy: &Policy, now_ms: i64) {
-        match (to, why) {
-            (Setting::Rules, _) => self.rules_only = true,
-            (Setting::Share(_), Why::Worse) => {
-                self.share = 0;
-                self.phase = Phase::RolledBack;
-            }
-            (Setting::Share(p), _) => {
-                self.step += 1;
+    /// Where the challenger goes when it passes the current step (or an operator promotes
+    /// it, `from_last`): the next step's share; past the last step, the bake at
+    /// [`Policy::bake_share`] (phase [`Phase::Baking`]) unless there is none (or it is
+    /// skipped), else 100% (phase [`Phase::Promoted`]).
+    pub(crate) fn next(&self, policy: &Policy, from_last: bool, skip_bake: bool) -> Target {
+        let last = policy.steps.last();
+        let step = if from_last {
+            last
+        } else {
+            (self.step + 1).min(last)
+        };
+        if step < last {
+            return Target {
+                setting: Setting::Share(policy.steps.share(step)),
+                phase: Phase::Ramping,
+                step,
+            };
+        }
+        let bake = policy.bake_percent > 0 && !skip_bake && self.phase != Phase::Baking;
+        Target {
+            setting: Setting::Share(if bake { policy.bake_share() } else { 100 }),
+            phase: if bake { Phase::Baking } else { Phase::Promoted },
+            step: last,
+        }
+    }
+
+    /// Applies a change at `now_ms` and starts the next period (a new test on fresh counts).
+    pub(crate) fn apply(&mut self, t: Target, now_ms: i64) {
+        match t.setting {
+            Setting::Rules => self.rules_only = true,
+            Setting::Share(p) => {
+                self.rules_only = false;
                 self.share = p;
-                if self.step >= policy.steps.last() {
-                    self.phase = Phase::Promoted;
-                }
+                self.phase = t.phase;
+                self.step = t.step;
             }
         }
         self.period = self.period.saturating_add(1);
@@ -303,6 +335,22 @@ impl RolloutState {
         self.counted_through_ms = now_ms;
         self.tally = Tally::new();
     }
+
+    /// Records a change in the history (at most [`MAX_HISTORY`]).
+    pub(crate) fn remember(&mut self, c: &Change) {
+        self.history.push(c.clone());
+        if self.history.len() > MAX_HISTORY {
+            self.history.drain(..self.history.len() - MAX_HISTORY);
+        }
+    }
+}
+
+/// A setting the rollout moves to, with its phase and step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Target {
+    pub(crate) setting: Setting,
+    pub(crate) phase: Phase,
+    pub(crate) step: usize,
 }
 
 /// What a look did, in order: each becomes a record ([`crate::events`]).
@@ -339,8 +387,9 @@ pub fn step(
     s.count(windows, now_ms);
     let alpha = s.period_alpha(policy.alpha);
     let sample = |t: &Tally, arm: Arm| Sample::from_counts(&t.arm(arm));
-    let ramping = s.phase == Phase::Ramping && !s.rules_only;
-    let challenger = ramping.then(|| {
+    // The challenger is judged while it ramps and while it bakes.
+    let judging = matches!(s.phase, Phase::Ramping | Phase::Baking) && !s.rules_only;
+    let challenger = judging.then(|| {
         compare(
             &sample(&s.tally, Arm::Challenger),
             &sample(&s.tally, Arm::Champion),
@@ -348,7 +397,7 @@ pub fn step(
             policy.max_loss,
         )
     });
-    let model_arm = if s.promoted() {
+    let model_arm = if matches!(s.phase, Phase::Promoted | Phase::Baking) {
         Arm::Challenger
     } else {
         Arm::Champion
@@ -385,28 +434,51 @@ pub fn step(
         _ => {}
     }
 
-    let mut proposals: Vec<(Setting, Why, Comparison)> = Vec::new();
+    let mut proposals: Vec<(Target, Why, Option<Comparison>)> = Vec::new();
     let mut waiting = excess.map(|(arm, o, d)| {
         format!(
             "the {} arm has more outcomes ({o}) than decisions ({d}) on this step",
             arm.name()
         )
     });
+    let lasted = now_ms - s.since_ms;
+    let rollback = Target {
+        setting: Setting::Share(0),
+        phase: Phase::RolledBack,
+        step: s.step,
+    };
     if let Some(c) = challenger.filter(|_| excess.is_none()) {
         match c.verdict {
-            Verdict::Worse => proposals.push((Setting::Share(0), Why::Worse, c)),
-            Verdict::Better if enough(&c) => proposals.push((
-                Setting::Share(policy.steps.share(s.step + 1)),
-                Why::Better,
-                c,
-            )),
-            Verdict::Better => {
+            Verdict::Worse => proposals.push((rollback, Why::Worse, Some(c))),
+            // The bake ends with its time, not with evidence.
+            Verdict::Better if s.phase == Phase::Baking => {}
+            Verdict::Better if !enough(&c) => {
                 let (need, t, b) = (policy.min_outcomes, c.treatment.n, c.baseline.n);
                 waiting = Some(format!(
                     "the challenger is better; the step needs {need} outcomes on each arm, has {t} and {b}"
                 ));
             }
+            Verdict::Better if lasted < policy.min_step_ms => {
+                waiting = Some(format!(
+                    "the challenger is better; the step has lasted {} s of its {} s (ROLLOUT_MIN_STEP_S)",
+                    lasted / 1_000,
+                    policy.min_step_ms / 1_000
+                ));
+            }
+            Verdict::Better => proposals.push((s.next(policy, false, false), Why::Better, Some(c))),
             Verdict::Undecided => {}
+        }
+    }
+    if s.phase == Phase::Baking && proposals.is_empty() && excess.is_none() {
+        if lasted >= policy.bake_ms {
+            let done = s.next(policy, true, false);
+            proposals.push((done, Why::Baked, challenger));
+        } else if waiting.is_none() {
+            waiting = Some(format!(
+                "baking: {} s of {} s (ROLLOUT_BAKE_S); the judge rolls back on a worse challenger",
+                lasted / 1_000,
+                policy.bake_ms / 1_000
+            ));
         }
     }
     if let Some(h) = holdout.filter(|_| excess.is_none()) {
@@ -425,7 +497,12 @@ pub fn step(
                     });
                 }
                 if policy.rules_switch && enough(&h) {
-                    proposals.push((Setting::Rules, Why::RulesBeatModel, h));
+                    let rules = Target {
+                        setting: Setting::Rules,
+                        phase: s.phase,
+                        step: s.step,
+                    };
+                    proposals.push((rules, Why::RulesBeatModel, Some(h)));
                 }
             }
             Verdict::Better => s.alarms.retain(|a| a.kind != AlarmKind::Holdout),
@@ -460,8 +537,12 @@ pub fn step(
 
     let mut events = Vec::new();
     let mut applied = Vec::new();
-    for (to, why, c) in proposals {
-        if !policy.auto || s.setting() == to {
+    if s.paused && !proposals.is_empty() {
+        waiting = Some("paused by an operator: the judge changes nothing until resumed".into());
+    }
+    for (target, why, c) in proposals {
+        let to = target.setting;
+        if !policy.auto || s.paused || s.setting() == to {
             applied.push(Proposal {
                 to,
                 why,
@@ -471,35 +552,39 @@ pub fn step(
         }
         let from = s.setting();
         let verb = match why {
-            Why::Better if to == Setting::Share(100) => "promoted",
+            Why::Better if target.phase == Phase::Baking => "bakes",
+            Why::Better | Why::Baked if to == Setting::Share(100) => "promoted",
             Why::Better => "next step",
             Why::Worse => "rolled back",
             Why::RulesBeatModel => "switched to rules",
+            _ => "changed",
         };
         let who = match why {
             Why::RulesBeatModel => "model vs rules",
+            Why::Baked => "baked without a rollback; challenger vs champion",
             _ => "challenger vs champion",
         };
+        let evidence = c
+            .as_ref()
+            .map_or("no comparison".into(), Comparison::describe);
         let change = Change {
             at_ms: now_ms,
             from,
             to,
             why,
-            text: format!("{from} → {to} ({verb}): {who} {}", c.describe()),
+            text: format!("{from} → {to} ({verb}): {who} {evidence}"),
             step_since_ms: s.since_ms,
             statistics: c,
+            reason: None,
         };
-        s.apply(to, why, policy, now_ms);
-        s.history.push(change.clone());
+        s.apply(target, now_ms);
+        s.remember(&change);
         events.push(Event::Changed(change));
         applied.push(Proposal {
             to,
             why,
             applied: true,
         });
-    }
-    if s.history.len() > MAX_HISTORY {
-        s.history.drain(..s.history.len() - MAX_HISTORY);
     }
     let gone = |a: &Alarm, among: &[Alarm]| !among.iter().any(|b| b.kind == a.kind);
     for a in s.alarms.iter().filter(|a| gone(a, &before)) {
@@ -508,7 +593,9 @@ pub fn step(
     for b in before.iter().filter(|b| gone(b, &s.alarms)) {
         events.push(Event::Cleared(b.kind));
     }
+    let previous_at_ms = state.last.as_ref().map(|j| j.at_ms);
     s.last = Some(Judgement {
+        previous_at_ms,
         at_ms: now_ms,
         alpha,
         challenger,
@@ -569,9 +656,12 @@ mod tests {
         t
     }
 
+    /// The default policy with steps that may advance at once and no bake.
     fn policy() -> Policy {
         Policy {
             min_outcomes: 100,
+            min_step_ms: 0,
+            bake_percent: 0,
             ..Policy::default()
         }
     }
@@ -605,8 +695,8 @@ mod tests {
             (c.from, c.to, c.why),
             (Setting::Share(5), Setting::Share(20), Why::Better)
         );
-        assert_eq!(c.statistics.treatment.n, 1000);
-        assert_eq!(c.statistics.baseline.n, 5000);
+        assert_eq!(c.statistics.unwrap().treatment.n, 1000);
+        assert_eq!(c.statistics.unwrap().baseline.n, 5000);
         assert!(
             c.text
                 .starts_with("5% → 20% (next step): challenger vs champion 99.0% vs 80.0%"),
@@ -821,6 +911,93 @@ mod tests {
     }
 
     #[test]
+    fn no_step_ends_before_its_minimum_time() {
+        let p = Policy {
+            min_step_ms: 10 * MIN,
+            ..policy()
+        };
+        let s0 = RolloutState::start(Some("m-2".into()), &p, T0);
+        let mut w = Windows::default();
+        w.add(
+            &batch(&[(Arm::Challenger, 1000, 1000), (Arm::Champion, 1000, 0)]),
+            T0 + 1,
+        );
+        // Clearly better after a minute: it waits, and says for what.
+        let (s1, ch) = judge(&s0, &p, &w, T0 + MIN);
+        assert!(ch.is_empty());
+        let waiting = s1.last.as_ref().unwrap().waiting.clone().unwrap();
+        assert!(waiting.contains("lasted 60 s of its 600 s"), "{waiting}");
+        // A worse one never waits.
+        let mut worse = Windows::default();
+        worse.add(
+            &batch(&[(Arm::Challenger, 1000, 0), (Arm::Champion, 1000, 1000)]),
+            T0 + 1,
+        );
+        assert_eq!(judge(&s0, &p, &worse, T0 + MIN).1[0].why, Why::Worse);
+        let (s2, ch) = judge(&s1, &p, &w, T0 + 10 * MIN);
+        assert_eq!(ch[0].to, Setting::Share(20));
+        assert_eq!(s2.since_ms, T0 + 10 * MIN);
+    }
+
+    #[test]
+    fn after_the_last_step_the_challenger_bakes_and_can_still_be_rolled_back() {
+        let p = Policy {
+            steps: crate::policy::parse_steps("50,100").unwrap(),
+            bake_percent: 5,
+            bake_ms: 30 * MIN,
+            ..policy()
+        };
+        let better = |n| batch(&[(Arm::Challenger, n, n), (Arm::Champion, n, 0)]);
+        let s0 = RolloutState::start(Some("m-2".into()), &p, T0);
+        let mut w = Windows::default();
+        w.add(&better(500), T0 + 1);
+        let (s1, ch) = judge(&s0, &p, &w, T0 + MIN);
+        assert_eq!(
+            (ch[0].from, ch[0].to, s1.phase),
+            (Setting::Share(50), Setting::Share(95), Phase::Baking)
+        );
+        assert!(
+            ch[0].text.starts_with("50% → 95% (bakes)"),
+            "{}",
+            ch[0].text
+        );
+        // Better during the bake changes nothing before its time.
+        w.add(&better(500), T0 + 2 * MIN);
+        let (s2, ch) = judge(&s1, &p, &w, T0 + 10 * MIN);
+        assert!(ch.is_empty(), "{ch:?}");
+        assert!(s2
+            .last
+            .as_ref()
+            .unwrap()
+            .waiting
+            .as_ref()
+            .unwrap()
+            .starts_with("baking: 540 s of 1800 s"));
+        // The bake ends: promoted to 100%.
+        let (s3, ch) = judge(&s2, &p, &w, T0 + 31 * MIN);
+        assert_eq!(
+            (ch[0].to, ch[0].why, s3.phase),
+            (Setting::Share(100), Why::Baked, Phase::Promoted)
+        );
+        // A challenger that degrades during the bake is rolled back after 100% was reached.
+        let mut w = Windows::default();
+        w.add(
+            &batch(&[(Arm::Challenger, 500, 0), (Arm::Champion, 500, 500)]),
+            T0 + 2 * MIN,
+        );
+        let (s, ch) = judge(&s1, &p, &w, T0 + 5 * MIN);
+        assert_eq!(
+            (ch[0].from, ch[0].to, ch[0].why, s.phase),
+            (
+                Setting::Share(95),
+                Setting::Share(0),
+                Why::Worse,
+                Phase::RolledBack
+            )
+        );
+    }
+
+    #[test]
     fn history_is_bounded() {
         let p = Policy {
             steps: crate::policy::parse_steps(
@@ -842,7 +1019,8 @@ mod tests {
                 why: Why::Better,
                 text: String::new(),
                 step_since_ms: 0,
-                statistics: compare(&Sample::default(), &Sample::default(), 0.05, 0.0),
+                statistics: Some(compare(&Sample::default(), &Sample::default(), 0.05, 0.0)),
+                reason: None,
             };
             MAX_HISTORY
         ];

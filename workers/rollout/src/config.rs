@@ -20,6 +20,10 @@ pub struct Config {
     /// How long a counted caller outcome's decision id is remembered, seconds
     /// (`OUTCOME_HORIZON_S`).
     pub horizon_s: u32,
+    /// Where every change and alarm is POSTed (`ROLLOUT_WEBHOOK_URL`).
+    pub webhook_url: Option<String>,
+    /// Bearer token of the operator's verbs (`ADMIN_TOKEN`, a secret of the control plane).
+    pub admin_token: Option<String>,
     /// Invalid variables, each replaced by its default.
     pub errors: Vec<ConfigIssue>,
 }
@@ -30,6 +34,8 @@ impl Default for Config {
             policy: Policy::default(),
             window_s: 60,
             horizon_s: DEFAULT_HORIZON_S,
+            webhook_url: None,
+            admin_token: None,
             errors: Vec::new(),
         }
     }
@@ -62,6 +68,18 @@ pub const VARS: &[Var<Config>] = &[
         "when the holdout arm shows rules beating the model, send every decision to rules (otherwise only the alarm)",
         parse: |s, c| flag(s).map(|v| c.policy.rules_switch = v),
         value: |c| json!(c.policy.rules_switch) },
+    var! { "ROLLOUT_MIN_STEP_S", "300", Public,
+        "a step lasts at least this long before it may advance, whatever the evidence (a rollback never waits), 0..=604800 s",
+        parse: |s, c| int(s, 0, 604_800).map(|v| c.policy.min_step_ms = i64::from(v) * 1_000),
+        value: |c| json!(c.policy.min_step_ms / 1_000) },
+    var! { "ROLLOUT_BAKE_PERCENT", "5", Public,
+        "after the last step the previous champion keeps this share of routing keys while the challenger bakes, 0..=50 (0: promoted at once)",
+        parse: |s, c| policy::parse_bake_percent(s).map(|v| c.policy.bake_percent = v),
+        value: |c| json!(c.policy.bake_percent) },
+    var! { "ROLLOUT_BAKE_S", "3600", Public,
+        "how long the bake lasts; the judge can still roll the challenger back, and it is promoted to 100% only at the end, 0..=604800 s",
+        parse: |s, c| int(s, 0, 604_800).map(|v| c.policy.bake_ms = i64::from(v) * 1_000),
+        value: |c| json!(c.policy.bake_ms / 1_000) },
     var! { "ROLLOUT_WINDOW_S", "60", Public,
         "width of the count windows; the judge counts a window once it has ended, 1..=3600 s",
         parse: |s, c| int(s, 1, 3_600).map(|v| c.window_s = v),
@@ -70,7 +88,31 @@ pub const VARS: &[Var<Config>] = &[
         "a caller's outcome counts once if its decision is at most this old (its id is remembered this long); older ones are logged, not counted, 60..=2592000 s",
         parse: |s, c| int(s, 60, 2_592_000).map(|v| c.horizon_s = v),
         value: |c| json!(c.horizon_s) },
+    var! { "ROLLOUT_WEBHOOK_URL", "—", Admin,
+        "every change and alarm is POSTed here as JSON with a Slack-compatible `text`, retried with backoff; never delays a request or the judge",
+        parse: |s, c| parse_webhook(s).map(|u| c.webhook_url = Some(u)),
+        value: |c| json!(c.webhook_url) },
+    var! { "ADMIN_TOKEN", "— (secret)", Secret,
+        "bearer token of the operator's verbs (`/v1/admin/rollout` through the serving Worker, `decider rollout …`); unset: they refuse everything",
+        parse: |s, c| {
+            c.admin_token = Some(s.to_string());
+            Ok(())
+        },
+        value: |c| json!(c.admin_token.is_some()) },
 ];
+
+/// `ROLLOUT_WEBHOOK_URL`: an absolute `http(s)` URL with a host and no credentials.
+fn parse_webhook(s: &str) -> Result<String, String> {
+    let rest = s
+        .strip_prefix("https://")
+        .or_else(|| s.strip_prefix("http://"))
+        .ok_or("must be an http:// or https:// URL")?;
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if host.is_empty() || host.contains('@') {
+        return Err("must name a host (and no credentials)".into());
+    }
+    Ok(s.to_string())
+}
 
 impl Config {
     /// Builds the configuration from a variable lookup (`None` or blank: unset).
@@ -101,16 +143,36 @@ mod tests {
         assert!(c.errors.is_empty());
         assert_eq!(c.policy, Policy::default());
         assert_eq!((c.window_s, c.horizon_s), (60, DEFAULT_HORIZON_S));
+        assert_eq!(
+            (c.webhook_url.as_deref(), c.admin_token.as_deref()),
+            (None, None)
+        );
         let c = cfg(&[
             ("ROLLOUT_STEPS", "10,100"),
             ("ROLLOUT_AUTO", "false"),
             ("ROLLOUT_WINDOW_S", "1"),
             ("OUTCOME_HORIZON_S", "3600"),
+            ("ROLLOUT_MIN_STEP_S", "0"),
+            ("ROLLOUT_BAKE_PERCENT", "10"),
+            ("ROLLOUT_BAKE_S", "120"),
+            ("ROLLOUT_WEBHOOK_URL", "https://hooks.example/T0/B0"),
         ]);
         assert!(c.errors.is_empty(), "{:?}", c.errors);
         assert_eq!(c.policy.steps.as_slice(), &[10, 100]);
         assert!(!c.policy.auto);
         assert_eq!((c.window_s, c.horizon_s), (1, 3_600));
+        assert_eq!(
+            (
+                c.policy.min_step_ms,
+                c.policy.bake_percent,
+                c.policy.bake_ms
+            ),
+            (0, 10, 120_000)
+        );
+        assert_eq!(
+            c.webhook_url.as_deref(),
+            Some("https://hooks.example/T0/B0")
+        );
     }
 
     #[test]

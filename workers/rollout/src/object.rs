@@ -14,15 +14,27 @@
 //!   the object logs what it did ([`events::lines`]) and forgets counted ids beyond the
 //!   horizon.
 //! - `GET /state` — the state and the windows' totals, for the serving Worker's admin health.
+//! - `GET /status`, `POST /control` — the operator's (bearer `ADMIN_TOKEN`, this Worker's own
+//!   secret; the serving Worker passes `/v1/admin/rollout` through): where the rollout stands
+//!   ([`status::status`]), and a verb ([`control::control`]: pause, resume, abort, promote,
+//!   restart) with the operator's reason.
+//!
+//! Every change and alarm also goes to `ROLLOUT_WEBHOOK_URL` when set: into an outbox in
+//! storage, delivered on the object's alarm with retries ([`notify`]), so that neither a
+//! request nor a look of the judge waits on the receiver.
 //!
 //! Storage: the state and the windows as two values; the counted caller outcomes' decision
 //! ids in a SQLite table, kept for `OUTCOME_HORIZON_S` (at most [`MAX_COUNTED`]; when full,
 //! the oldest are forgotten early and outcomes of decisions that old are no longer counted).
 
 use crate::config::Config;
+use decider_core::json::{FieldError, Fields, Nulls};
 use decider_core::rollout::SettingAnswer;
+use decider_rollout::control::{self, Verb};
+use decider_rollout::notify::{self, Notification};
 use decider_rollout::outcomes::{self, Floor};
 use decider_rollout::state::RolloutState;
+use decider_rollout::status;
 use decider_rollout::tally::windows::{Windows, DEFAULT_MAX_WINDOWS};
 use decider_rollout::tally::Batch;
 use decider_rollout::{events, step};
@@ -37,6 +49,10 @@ const STATE_KEY: &str = "state";
 const WINDOWS_KEY: &str = "windows";
 /// Storage key of the newest decision time whose ids were forgotten early (a full table).
 const EVICTED_KEY: &str = "evicted_ms";
+/// Storage key of the webhook's outbox.
+const OUTBOX_KEY: &str = "outbox";
+/// Budget of one webhook delivery, ms.
+const WEBHOOK_MS: u64 = 5_000;
 /// Most decision ids remembered at once (about 100 bytes each in SQLite).
 pub const MAX_COUNTED: u64 = 2_000_000;
 
@@ -92,6 +108,13 @@ impl DurableObject for Rollout {
         Rollout { state, cfg }
     }
 
+    async fn alarm(&self) -> worker::Result<Response> {
+        if let Err(f) = self.deliver().await {
+            crate::log(&json!({"event": "rollout_webhook_failed", "error": f.message}).to_string());
+        }
+        Response::ok("")
+    }
+
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
         let url = req.url()?;
         let challenger = url
@@ -103,6 +126,14 @@ impl DurableObject for Rollout {
             (Method::Get, "/setting") => self.setting(challenger.as_deref()).await,
             (Method::Post, "/judge") => self.judge().await,
             (Method::Get, "/state") => self.report().await,
+            (Method::Get, "/status") => match self.operator(&req) {
+                Ok(()) => self.status().await,
+                Err(e) => Err(e),
+            },
+            (Method::Post, "/control") => match self.operator(&req) {
+                Ok(()) => self.control(&mut req).await,
+                Err(e) => Err(e),
+            },
             (_, path) => Err(Failure::new(
                 404,
                 "not_found",
@@ -238,11 +269,121 @@ impl Rollout {
         let windows = self.windows().await?;
         let (after, events) = step(&before, &self.cfg.policy, &windows, now);
         self.write(STATE_KEY, &after).await?;
-        for line in events::lines(&after, &events, now) {
-            crate::log(&line);
-        }
+        let lines = events::lines(&after, &events, now);
+        self.publish(&lines, now).await?;
         self.forget(now).await?;
         answer(&after, self.cfg.policy.auto)
+            .map_err(|e| Failure::new(500, "internal", e.to_string()))
+    }
+
+    /// Logs a look's or a verb's record lines and, with a webhook, puts its changes and alarms
+    /// in the outbox and wakes the object to deliver them.
+    async fn publish(&self, lines: &[String], now: i64) -> Result<(), Failure> {
+        for line in lines {
+            crate::log(line);
+        }
+        if self.cfg.webhook_url.is_none() {
+            return Ok(());
+        }
+        let fresh = notify::of_lines(lines, now);
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        let mut outbox: Vec<Notification> = self.read(OUTBOX_KEY).await?.unwrap_or_default();
+        outbox.extend(fresh);
+        if outbox.len() > notify::MAX_OUTBOX {
+            let dropped = outbox.len() - notify::MAX_OUTBOX;
+            outbox.drain(..dropped);
+            crate::log(
+                &json!({"event": "rollout_webhook_dropped", "dropped": dropped}).to_string(),
+            );
+        }
+        self.write(OUTBOX_KEY, &outbox).await?;
+        self.state
+            .storage()
+            .set_alarm(0)
+            .await
+            .map_err(|e| Failure::storage(&e))
+    }
+
+    /// The alarm's work: delivers the notifications that are due, keeps the failed ones for
+    /// their next attempt, and sets the alarm for the next due one.
+    async fn deliver(&self) -> Result<(), Failure> {
+        let Some(url) = self.cfg.webhook_url.as_deref() else {
+            return Ok(());
+        };
+        let outbox: Vec<Notification> = self.read(OUTBOX_KEY).await?.unwrap_or_default();
+        let mut kept = Vec::new();
+        for n in outbox {
+            let now = now_ms();
+            if n.due_ms > now {
+                kept.push(n);
+                continue;
+            }
+            let delivered = post(url, &n.body).await;
+            if let Err(e) = &delivered {
+                crate::log(&json!({"event": "rollout_webhook_failed", "id": n.id, "attempt": n.attempts + 1, "error": e}).to_string());
+            }
+            let id = n.id.clone();
+            match notify::after_attempt(n, delivered.is_ok(), now_ms()) {
+                Some(n) => kept.push(n),
+                None if delivered.is_err() => {
+                    crate::log(&json!({"event": "rollout_webhook_gave_up", "id": id}).to_string())
+                }
+                None => {}
+            }
+        }
+        self.write(OUTBOX_KEY, &kept).await?;
+        if let Some(next) = kept.iter().map(|n| n.due_ms).min() {
+            self.state
+                .storage()
+                .set_alarm((next - now_ms()).max(0))
+                .await
+                .map_err(|e| Failure::storage(&e))?;
+        }
+        Ok(())
+    }
+
+    /// The operator's token, or 401.
+    fn operator(&self, req: &Request) -> Result<(), Failure> {
+        let auth = req.headers().get("authorization").ok().flatten();
+        if decider_core::auth::carries(auth.as_deref(), self.cfg.admin_token.as_deref()) {
+            Ok(())
+        } else {
+            Err(Failure::new(
+                401,
+                "unauthorized",
+                "a valid Authorization: Bearer token (the control plane's ADMIN_TOKEN) is required",
+            ))
+        }
+    }
+
+    async fn status(&self) -> Result<Response, Failure> {
+        let now = now_ms();
+        let s = self.kept(now).await?;
+        Response::from_json(&status::status(&s, &self.cfg.policy, now))
+            .map_err(|e| Failure::new(500, "internal", e.to_string()))
+    }
+
+    /// `{"verb": "pause", "reason": "…", "skip_bake": false}`: the verb applied, its record
+    /// logged (and notified), the new status answered.
+    async fn control(&self, req: &mut Request) -> Result<Response, Failure> {
+        let bytes = req
+            .bytes()
+            .await
+            .map_err(|e| Failure::new(400, "invalid_body", e.to_string()))?;
+        let (verb, reason) = parse_control(&bytes).map_err(|e| Failure {
+            field: e.field().map(str::to_owned),
+            ..Failure::new(400, e.code(), e.to_string())
+        })?;
+        let now = now_ms();
+        let before = self.kept(now).await?;
+        let (after, events) = control::control(&before, verb, &reason, &self.cfg.policy, now)
+            .map_err(|e| Failure::new(409, "conflict", e.to_string()))?;
+        self.write(STATE_KEY, &after).await?;
+        self.publish(&events::event_lines(&after, &events, now), now)
+            .await?;
+        Response::from_json(&status::status(&after, &self.cfg.policy, now))
             .map_err(|e| Failure::new(500, "internal", e.to_string()))
     }
 
@@ -300,5 +441,54 @@ impl Rollout {
             },
         });
         Response::from_json(&body).map_err(|e| Failure::new(500, "internal", e.to_string()))
+    }
+}
+
+/// A `/control` body: `verb` (one of [`control::VERBS`]), `reason` (text, at most 256
+/// bytes), `skip_bake` (promote only).
+fn parse_control(bytes: &[u8]) -> Result<(Verb, String), FieldError> {
+    let v = decider_core::json::parse_text(bytes)?;
+    let f = Fields::of(&v, "body", Nulls::Strict)?;
+    f.only(&["verb", "reason", "skip_bake"])?;
+    let skip_bake = f.bool("skip_bake")?.unwrap_or(false);
+    let verb = f.name(
+        "verb",
+        "one of pause, resume, abort, promote, restart",
+        |n| Verb::parse(n, skip_bake),
+    )?;
+    let verb = f.require(verb, "verb")?;
+    let reason = f.str("reason")?.unwrap_or_default();
+    Ok((
+        verb,
+        decider_core::record::clip_to(reason, decider_core::record::TEXT_BYTES),
+    ))
+}
+
+/// POSTs a notification within [`WEBHOOK_MS`]; Ok when the receiver answered 2xx.
+async fn post(url: &str, body: &serde_json::Value) -> Result<(), String> {
+    use futures_util::future::{select, Either};
+    let headers = worker::Headers::new();
+    headers
+        .set("content-type", "application/json")
+        .map_err(|e| e.to_string())?;
+    let controller = worker::AbortController::default();
+    let mut init = worker::RequestInit::new();
+    init.with_method(Method::Post)
+        .with_headers(headers)
+        .with_body(Some(wasm_bindgen::JsValue::from_str(&body.to_string())));
+    let req = Request::new_with_init(url, &init).map_err(|e| e.to_string())?;
+    let fetch = worker::Fetch::Request(req);
+    let signal = controller.signal();
+    let sent = fetch.send_with_signal(&signal);
+    let deadline = worker::Delay::from(std::time::Duration::from_millis(WEBHOOK_MS));
+    futures_util::pin_mut!(sent);
+    match select(sent, deadline).await {
+        Either::Left((Ok(resp), _)) if (200..300).contains(&resp.status_code()) => Ok(()),
+        Either::Left((Ok(resp), _)) => Err(format!("answered {}", resp.status_code())),
+        Either::Left((Err(e), _)) => Err(e.to_string()),
+        Either::Right(_) => {
+            controller.abort();
+            Err(format!("no answer within {WEBHOOK_MS} ms"))
+        }
     }
 }

@@ -9,5 +9,6 @@ pub mod eval;
 pub mod loadtest;
 pub mod ope;
 pub mod report;
+pub mod rollout;
 pub mod simulate;
 pub mod train;

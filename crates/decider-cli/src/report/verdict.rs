@@ -24,6 +24,7 @@ use super::stats::GroupStats;
 use super::timeline::{Bucket, OOD, REASONS};
 use crate::logs::{Arm, Endpoint};
 use decider_core::record::{RolloutRecord, Why};
+use decider_core::rollout::Setting;
 #[cfg(test)]
 use decider_rollout::alarm::median;
 /// Buckets at the end of the run compared with the rest, and the fewest non-empty buckets
@@ -340,21 +341,36 @@ pub fn fallback_alarm(buckets: &[Bucket]) -> Verdict {
     }
 }
 
-/// The sign a change's own comparison must show for the log's counts to support it, and
-/// the arms compared (treatment, baseline).
-fn expected(r: &RolloutRecord, promoted_before: bool) -> (Sign, Arm, Arm) {
+/// What a change's own comparison must show for the log's counts to support it (a sign, or
+/// for the bake's end anything but worse), and the arms compared (treatment, baseline);
+/// None for an operator's verb, which no count decides.
+fn expected(r: &RolloutRecord, promoted_before: bool) -> Option<(Option<Sign>, Arm, Arm)> {
     match r.why {
-        Why::Better => (Sign::Better, Arm::Challenger, Arm::Champion),
-        Why::Worse => (Sign::Worse, Arm::Challenger, Arm::Champion),
+        Why::Better => Some((Some(Sign::Better), Arm::Challenger, Arm::Champion)),
+        Why::Worse => Some((Some(Sign::Worse), Arm::Challenger, Arm::Champion)),
+        Why::Baked => Some((None, Arm::Challenger, Arm::Champion)),
         Why::RulesBeatModel => {
             let model = if promoted_before {
                 Arm::Challenger
             } else {
                 Arm::Champion
             };
-            (Sign::Worse, model, Arm::Holdout)
+            Some((Some(Sign::Worse), model, Arm::Holdout))
         }
+        Why::Pause | Why::Resume | Why::Abort | Why::Promote | Why::Restart => None,
     }
+}
+
+/// ": <reason>" when the operator gave one.
+fn reason(r: &RolloutRecord) -> String {
+    r.reason
+        .as_deref()
+        .map_or_else(String::new, |x| format!(": {x}"))
+}
+
+/// Whether a change put the challenger into its bake (its text says so).
+fn baking(r: &RolloutRecord) -> bool {
+    r.text.contains("(bakes)") || (r.why == Why::Promote && r.to != Setting::Share(100))
 }
 
 /// The error rate a change was judged at: its statistics' `alpha` when they say it, else
@@ -388,7 +404,24 @@ pub fn rollout(agg: &Aggregates, j: Judging) -> Verdict {
         if r.challenger_version.as_deref() != version {
             (k, promoted, version) = (0, false, r.challenger_version.as_deref());
         }
-        let (want, t, b) = expected(r, promoted);
+        let Some((want, t, b)) = expected(r, promoted) else {
+            // An operator's verb: recorded with its reason, judged by nobody. A restart is a
+            // new rollout (a fresh error budget); pause and resume keep the step.
+            steps.push(json!({
+                "ts": r.ts, "challenger_version": r.challenger_version, "from": r.from,
+                "to": r.to, "why": r.why.name(), "by": "operator", "reason": r.reason,
+            }));
+            match r.why {
+                Why::Restart => (k, promoted, next_alpha) = (0, false, j.alpha / 2.0),
+                Why::Pause | Why::Resume => {}
+                _ => {
+                    promoted |= r.promotes();
+                    k += 1;
+                    next_alpha = j.alpha * 0.5f64.powi(k.min(1_000) as i32 + 1);
+                }
+            }
+            continue;
+        };
         let alpha = period_alpha(Some(r), k, j);
         let max_loss = r
             .statistics
@@ -397,7 +430,7 @@ pub fn rollout(agg: &Aggregates, j: Judging) -> Verdict {
             .and_then(Value::as_f64)
             .unwrap_or(j.max_loss);
         let c = arms(p, t, b, alpha, max_loss);
-        let ok = c.verdict == want;
+        let ok = want.map_or(c.verdict != Sign::Worse, |w| c.verdict == w);
         if !ok && first_disagreement.is_none() {
             first_disagreement = Some(format!(
                 "the change {} → {} ({}) on {}: the log's counts of that step say {}: {}",
@@ -471,14 +504,26 @@ pub fn rollout(agg: &Aggregates, j: Judging) -> Verdict {
                         "rolled back",
                         format!("rollout: challenger {v} rolled back to 0% on {}; the log's counts of that step agree: it is worse", r.ts),
                     ),
+                    Why::Abort => (
+                        "aborted",
+                        format!("rollout: challenger {v} aborted by an operator on {}{}", r.ts, reason(r)),
+                    ),
                     Why::RulesBeatModel => (
                         "switched to rules",
                         format!("rollout: every decision on rules since {}; the log's counts of that step agree: rules beat the model", r.ts),
                     ),
-                    Why::Better => (
+                    Why::Pause => (
+                        "paused",
+                        format!("rollout: challenger {v} at {} paused by an operator on {}{}", r.to, r.ts, reason(r)),
+                    ),
+                    Why::Better | Why::Promote if r.to != Setting::Share(100) && r.from != Setting::Share(0) && baking(r) => (
+                        "baking",
+                        format!("rollout: challenger {v} baking at {} since {}: the judge can still roll it back", r.to, r.ts),
+                    ),
+                    Why::Better | Why::Baked | Why::Promote | Why::Resume | Why::Restart => (
                         "ramping",
                         format!(
-                            "rollout: challenger {v} at {} since {} ({n} changes, each supported by the log's counts){}",
+                            "rollout: challenger {v} at {} since {} ({n} changes, each the judge made supported by the log's counts){}",
                             r.to,
                             r.ts,
                             now.as_ref().map_or(String::new(), |c| format!("; {}", current_text(c)))

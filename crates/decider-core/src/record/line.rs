@@ -200,7 +200,8 @@ impl RolloutRecord {
         why: Why,
         text: &str,
         step_since_ms: i64,
-        statistics: Value,
+        statistics: Option<Value>,
+        reason: Option<&str>,
     ) -> RolloutRecord {
         RolloutRecord {
             log_version: LOG_VERSION,
@@ -211,7 +212,8 @@ impl RolloutRecord {
             why,
             text: clip_to(text, 2 * TEXT_BYTES),
             step_since: Some(iso_from_ms(step_since_ms as f64)),
-            statistics: Some(statistics),
+            statistics,
+            reason: reason.map(|r| clip_to(r, TEXT_BYTES)),
         }
     }
 }

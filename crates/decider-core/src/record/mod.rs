@@ -266,7 +266,7 @@ pub struct OutcomeRecord {
     pub latency_ms: Option<f64>,
 }
 
-/// Why a setting changed.
+/// Why a setting changed: the judge's verdicts, the bake's end, and an operator's verbs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Why {
@@ -276,11 +276,33 @@ pub enum Why {
     Worse,
     /// Rules beat the model on the holdout arm (`ROLLOUT_RULES_SWITCH`).
     RulesBeatModel,
+    /// The bake ended without a rollback: the challenger is promoted to 100%.
+    Baked,
+    /// An operator paused the judge: it keeps judging and changes nothing.
+    Pause,
+    /// An operator resumed it.
+    Resume,
+    /// An operator aborted the rollout: the challenger's share is 0 now.
+    Abort,
+    /// An operator promoted the challenger: 100% now (its bake still applies unless skipped).
+    Promote,
+    /// An operator restarted the rollout of the same challenger on fresh counts.
+    Restart,
 }
 
 impl Why {
     /// Every reason, in wire order.
-    pub const ALL: [Why; 3] = [Why::Better, Why::Worse, Why::RulesBeatModel];
+    pub const ALL: [Why; 9] = [
+        Why::Better,
+        Why::Worse,
+        Why::RulesBeatModel,
+        Why::Baked,
+        Why::Pause,
+        Why::Resume,
+        Why::Abort,
+        Why::Promote,
+        Why::Restart,
+    ];
 
     /// Wire name.
     pub fn name(self) -> &'static str {
@@ -288,12 +310,26 @@ impl Why {
             Why::Better => "better",
             Why::Worse => "worse",
             Why::RulesBeatModel => "rules_beat_model",
+            Why::Baked => "baked",
+            Why::Pause => "pause",
+            Why::Resume => "resume",
+            Why::Abort => "abort",
+            Why::Promote => "promote",
+            Why::Restart => "restart",
         }
     }
 
     /// The reason of a wire name.
     pub fn parse_name(s: &str) -> Option<Why> {
         Why::ALL.into_iter().find(|w| w.name() == s)
+    }
+
+    /// Whether an operator's verb made the change (not the judge).
+    pub fn by_operator(self) -> bool {
+        matches!(
+            self,
+            Why::Pause | Why::Resume | Why::Abort | Why::Promote | Why::Restart
+        )
     }
 }
 
@@ -353,14 +389,18 @@ pub struct RolloutRecord {
     pub text: String,
     /// When the step that ended began.
     pub step_since: Option<String>,
-    /// The comparison that decided (the judge's JSON object).
+    /// The comparison that decided (the judge's JSON object); none for an operator's verb.
     pub statistics: Option<Value>,
+    /// The operator's reason, for an operator's verb.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl RolloutRecord {
     /// Whether this change made the challenger the effective champion (100%).
     pub fn promotes(&self) -> bool {
-        self.why == Why::Better && self.to == Setting::Share(100)
+        self.to == Setting::Share(100)
+            && matches!(self.why, Why::Better | Why::Baked | Why::Promote)
     }
 }
 

@@ -172,8 +172,9 @@ impl Record {
 }
 
 const SETTING_SHAPE: &str = "a percent 0..=100 or \"rules\"";
-const WHY_NAMES: &str = "one of better, worse, rules_beat_model";
-const PHASE_NAMES: &str = "one of no_challenger, ramping, promoted, rolled_back";
+const WHY_NAMES: &str =
+    "one of better, worse, rules_beat_model, baked, pause, resume, abort, promote, restart";
+const PHASE_NAMES: &str = "one of no_challenger, ramping, baking, promoted, rolled_back";
 const KIND_NAMES: &str = "one of holdout, fallback, excess_outcomes";
 const TIME_SHAPE: &str = "an ISO-8601 UTC time like 2026-12-02T10:00:00.123Z";
 
@@ -231,6 +232,7 @@ fn rollout_change(f: &Fields<'_>, ts: String) -> Result<RolloutRecord, FieldErro
         text: text(f)?,
         step_since: step_since.map(str::to_owned),
         statistics: payload(f, "statistics")?,
+        reason: f.str("reason")?.map(|r| clip_to(r, TEXT_BYTES)),
     })
 }
 

@@ -62,17 +62,21 @@ pub enum Phase {
     NoChallenger,
     /// The challenger serves the current step's share and is judged.
     Ramping,
+    /// The challenger passed the last step and bakes: the previous champion keeps a small
+    /// share, and the judge can still roll it back.
+    Baking,
     /// The challenger reached 100%: it is the effective champion.
     Promoted,
-    /// The challenger was rolled back to 0.
+    /// The challenger was rolled back to 0 (or aborted).
     RolledBack,
 }
 
 impl Phase {
     /// Every phase, in wire order.
-    pub const ALL: [Phase; 4] = [
+    pub const ALL: [Phase; 5] = [
         Phase::NoChallenger,
         Phase::Ramping,
+        Phase::Baking,
         Phase::Promoted,
         Phase::RolledBack,
     ];
@@ -82,6 +86,7 @@ impl Phase {
         match self {
             Phase::NoChallenger => "no_challenger",
             Phase::Ramping => "ramping",
+            Phase::Baking => "baking",
             Phase::Promoted => "promoted",
             Phase::RolledBack => "rolled_back",
         }
