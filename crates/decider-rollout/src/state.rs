@@ -1,4 +1,4 @@
-//! The rollout's state, kept by the Worker's rollout store, and [`judge`], the pure step of
+//! The rollout's state, kept by the control plane's object, and [`step`], the pure step of
 //! every cron run: fold the complete windows into the current step's tally, compare the
 //! arms, and ramp, roll back, alarm or switch to rules.
 //!

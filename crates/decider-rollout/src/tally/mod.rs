@@ -161,7 +161,7 @@ impl Tally {
     }
 
     /// Counts one outcome of a decision with this key; `reward` from
-    /// [`SuccessRule::reward`](super::SuccessRule::reward).
+    /// [`SuccessRule::reward`](decider_core::rollout::SuccessRule::reward).
     pub fn add_outcome(
         &mut self,
         arm: Arm,
