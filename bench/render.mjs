@@ -9,7 +9,7 @@ import { arg } from "./lib.mjs";
 
 const dir = arg("results", "bench/results");
 const read = (f) => (existsSync(path.join(dir, f)) ? JSON.parse(readFileSync(path.join(dir, f), "utf8")) : null);
-const [machine, micro, inturn, cold, agree, report, sizes] = ["machine", "micro", "inturn", "cold", "agreement", "report", "sizes"].map((n) => read(`${n}.json`));
+const [machine, micro, inturn, cold, agree, report, sizes, knee] = ["machine", "micro", "inturn", "cold", "agreement", "report", "sizes", "knee"].map((n) => read(`${n}.json`));
 
 const num = (v, d = 3) => (typeof v === "number" && Number.isFinite(v) ? v.toFixed(d) : "–");
 const int = (v) => (typeof v === "number" ? v.toLocaleString("en-US") : "?");
@@ -70,6 +70,12 @@ for (const q of ["p50", "p99"]) {
   const [v, aa] = [agree?.[`${q}_ratio`], agree?.[`aa_${q}_ratio`]];
   row(`\`decider loadtest\` / oha, ${q} at ${agree?.rate}/s, both at once, median of ${agree?.rounds} per-round ratios`, num(v), num(aa), "0.90 – 1.10", judge(v, { min: 0.9, max: 1.1 }, aa));
 }
+if (knee) {
+  const at = (r) => knee.steps.find((x) => x.rate === r);
+  row(`the control plane's knee: flush batches/s (${knee.outcomes_per_batch} caller outcomes each) before its p99 passes ${knee.factor}× the first step's (${num(knee.base_p99_ms, 1)} ms), two steps in a row`,
+    knee.knee_rps === null ? `not reached by ${knee.steps.at(-1).rate}/s` : `${knee.knee_rps}/s (last under it ${knee.last_good_rps}/s: p50 ${num(at(knee.last_good_rps)?.p50_ms, 1)} ms, p99 ${num(at(knee.last_good_rps)?.p99_ms, 1)} ms)`,
+    "–", "measured", "–");
+}
 for (const [k, what, unit, max] of [["wall_s", "wall time", "s", 10], ["max_rss_mb", "peak RSS (1 MB = 10⁶ bytes)", "MB", 200]]) {
   const verdict = report?.not_measured ? "not measured" : report?.lines === 1e6 ? judge(report?.[k], { max }) : `not judged (${int(report?.lines)} lines)`;
   row(`\`decider report\` on ${int(report?.lines)} log lines, ${what}`, report?.not_measured ? `not measured: ${report.not_measured}` : `${num(report?.[k], 2)} ${unit}`, "–", `≤ ${max} ${unit}`, verdict);
@@ -111,6 +117,7 @@ p(`- **workerd CPU per request**: edge-decider (as built, and the same build wit
 p("- **Cold start**: `new Miniflare(…)` starting a fresh workerd with the Worker, to the answer of the first `POST /v1/decide`; and that first request's latency alone. edge-decider (counters off), the three empty Workers of the CPU row and the builds of `BENCH_AGAINST` start in turn, order rotating each round; the ratio of the medians.");
 p("- **wasm size**: `build/index_bg.wasm` (uploaded with `build/index.js` by `wrangler deploy`) and the empty Worker's, raw and `gzip -9` bytes; and the same Worker built around the model `model/regenerate.sh`'s recipe trains with `--base priors` (trees alone), for what the network base adds.");
 p(`- **\`decider loadtest\` / oha**: both load the same edge-decider at once, ${agree?.rate}/s each for ${agree?.duration_s} s per round; ${agree?.oha_version} with \`--latency-correction\`, its percentiles taken from its per-request CSV by nearest rank as \`decider loadtest\` takes them. A/A: two \`decider loadtest\` at once, every round.`);
+p("- **The control plane's knee**: `bench/knee.mjs`: the control plane (`workers/rollout/build`) in workerd beside a driver Worker bound to its object; each request to the driver builds one flush batch as a busy isolate sends it (the nine rows of every arm and source, and caller outcomes with fresh decision ids: the SQLite insert path) and posts it to the object's `/flush`; `decider loadtest` ramps the rate. One object takes every isolate's flushes, so the knee over the flushes one isolate sends a second is the fleet one control plane serves (docs/rollout.md).");
 p(`- **\`decider report\`**: \`/usr/bin/time -v decider report --logs FILE --json\` on a generated log${report?.generator ? ` (${report.generator}, ${num(report.file_bytes / 1e6, 0)} MB)` : ""}: elapsed wall time and maximum resident set size.`);
 p();
 p("## Tables");

@@ -2,8 +2,8 @@
 # `make bench`: builds what the benchmarks need (each build skipped when up to date), runs each
 # measurement once into bench/results/*.json, and renders docs/reports/BENCHMARKS.md from those files.
 # Steps: micro (the decision in V8), inturn (workerd CPU and latency at 200/s), cold (cold
-# starts), agreement (`decider loadtest` against oha), report (`decider report` on a large log),
-# sizes (the wasm files). Loopback only. BENCH_QUICK=1: short runs, to check the pipeline.
+# starts), agreement (`decider loadtest` against oha), knee (the control plane's flush batches/s
+# before its latency climbs), report (`decider report` on a large log), sizes (the wasm files). Loopback only. BENCH_QUICK=1: short runs, to check the pipeline.
 # BENCH_AGAINST="REV ...": also builds edge-decider at each of those commits (from its own tree,
 # with its own build script) and runs it beside this one in the in-turn CPU and cold-start
 # runs, so a change is judged against the code before it in one run, not across runs.
@@ -19,6 +19,7 @@ if [[ "${BENCH_QUICK:-}" == 1 ]]; then
   quick=true micro_args=(--runs 5 --iters 5000) cold_args=(--rounds 2) report_args=(--lines 100000)
   export BENCH_ROUNDS="${BENCH_ROUNDS:-2}" BENCH_PREWARM="${BENCH_PREWARM:-3s}" BENCH_DURATION="${BENCH_DURATION:-3s}"
   export AGREE_ROUNDS="${AGREE_ROUNDS:-1}" AGREE_DURATION="${AGREE_DURATION:-2}"
+  export KNEE_STEP="${KNEE_STEP:-100:300:100}" KNEE_DURATION="${KNEE_DURATION:-2s}"
 fi
 start_s=$(date +%s) load_start=$(cut -d' ' -f1-3 /proc/loadavg) commit=$(git rev-parse --short HEAD)
 # Whether the measured code differs from the commit, at the start or the end (results excluded).
@@ -64,6 +65,7 @@ step micro node bench/micro.mjs --wasm "$TARGET/bench-wasm-micro/wasm32-unknown-
 step inturn node bench/inturn.mjs --decider "$DECIDER" --out "$RESULTS/inturn.json"
 step cold node bench/cold.mjs "${cold_args[@]}" --out "$RESULTS/cold.json"
 step agreement node bench/agreement.mjs --decider "$DECIDER" --oha "$OHA" --out "$RESULTS/agreement.json"
+step knee node bench/knee.mjs --decider "$DECIDER" --out "$RESULTS/knee.json"
 step report node bench/report_cli.mjs --decider "$DECIDER" "${report_args[@]}" --out "$RESULTS/report.json"
 size() { printf '{"raw": %s, "gzip9": %s}' "$(stat -c %s "$1")" "$(gzip -9 -c "$1" | wc -c)"; }
 # The same Worker embedding the model the shipped recipe (model/regenerate.sh) trains with the

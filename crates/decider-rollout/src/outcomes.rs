@@ -19,7 +19,7 @@
 
 use crate::state::RolloutState;
 pub use crate::state::Uncounted;
-use crate::tally::{Batch, Windows};
+use crate::tally::{Batch, Tally};
 use decider_core::decision_id::base_tag;
 use decider_core::rollout::{CallerOutcome, Counts};
 
@@ -57,18 +57,16 @@ enum Why {
     BeyondHorizon,
 }
 
-/// Adds a received batch at `now_ms`: its counts to the window of that time, and each
-/// caller outcome that counts (module docs) under its decision's arm and source. `first`
-/// remembers a decision id and its decision time and answers whether it was new: the
-/// control plane's storage.
+/// What a received batch adds to the window of its arrival: its counts, and each caller
+/// outcome that counts (module docs) under its decision's arm and source. `first` remembers
+/// a decision id and its decision time and answers whether it was new: the control plane's
+/// storage. Outcomes that do not count are counted in `state.uncounted`.
 pub fn receive(
     state: &mut RolloutState,
-    windows: &mut Windows,
     batch: &Batch,
-    now_ms: i64,
     floor: Floor,
     first: &mut dyn FnMut(&str, i64) -> bool,
-) {
+) -> Tally {
     let mut tally = batch.tally.clone();
     for o in &batch.outcomes {
         match may_count(o, state, floor) {
@@ -85,7 +83,7 @@ pub fn receive(
             }
         }
     }
-    windows.add(&tally, now_ms);
+    tally
 }
 
 #[cfg(test)]
@@ -93,6 +91,7 @@ pub fn receive(
 mod tests {
     use super::*;
     use crate::policy::Policy;
+    use crate::tally::Windows;
     use decider_core::decision_id::tag_base;
     use decider_core::rollout::Arm;
     use decider_core::Source;
@@ -132,27 +131,13 @@ mod tests {
             ],
             ..Batch::default()
         };
-        receive(
-            &mut state,
-            &mut windows,
-            &batch,
-            T0 + HOUR,
-            floor,
-            &mut first,
-        );
+        windows.add(&receive(&mut state, &batch, floor, &mut first), T0 + HOUR);
         // A later batch repeating an outcome already counted.
         let again = Batch {
             outcomes: vec![outcome(2, Arm::Champion, T0 + 20, 1_000_000)],
             ..Batch::default()
         };
-        receive(
-            &mut state,
-            &mut windows,
-            &again,
-            T0 + HOUR,
-            floor,
-            &mut first,
-        );
+        windows.add(&receive(&mut state, &again, floor, &mut first), T0 + HOUR);
         let t = windows.total();
         let (ch, cp) = (t.arm(Arm::Challenger), t.arm(Arm::Champion));
         assert_eq!((ch.outcomes, ch.reward_sum), (1, 1_000_000));
@@ -189,7 +174,7 @@ mod tests {
             ],
             ..Batch::default()
         };
-        receive(&mut state, &mut windows, &batch, now, floor, &mut first);
+        windows.add(&receive(&mut state, &batch, floor, &mut first), now);
         assert_eq!(state.uncounted.beyond_horizon, 2);
         assert_eq!(calls, 1, "the memory is asked only about what may count");
         assert_eq!(windows.total().arm(Arm::Champion).outcomes, 1);

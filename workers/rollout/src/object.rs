@@ -35,18 +35,24 @@ use decider_rollout::notify::{self, Notification};
 use decider_rollout::outcomes::{self, Floor};
 use decider_rollout::state::RolloutState;
 use decider_rollout::status;
-use decider_rollout::tally::windows::{Windows, DEFAULT_MAX_WINDOWS};
-use decider_rollout::tally::Batch;
+use decider_rollout::tally::windows::{Folded, Windows, DEFAULT_MAX_WINDOWS};
+use decider_rollout::tally::{Batch, Tally};
 use decider_rollout::{events, step};
 use serde_json::json;
 use worker::{
-    durable_object, DurableObject, Env, Method, Request, Response, SqlStorageValue, State,
+    durable_object, js_sys, DurableObject, Env, ListOptions, Method, Request, Response,
+    SqlStorageValue, State,
 };
 
 /// Storage key of the rollout's state.
 const STATE_KEY: &str = "state";
-/// Storage key of the count windows.
-const WINDOWS_KEY: &str = "windows";
+/// Storage key prefix of the count windows, one key each (`w:` and the start, zero-padded, so
+/// that keys sort as starts): a flush rewrites its own window only.
+const WINDOW_PREFIX: &str = "w:";
+/// Storage key of the windows folded for lack of room.
+const FOLDED_KEY: &str = "windows.folded";
+/// Storage key of the windows' width (a change of `ROLLOUT_WINDOW_S` starts them afresh).
+const WIDTH_KEY: &str = "windows.width";
 /// Storage key of the newest decision time whose ids were forgotten early (a full table).
 const EVICTED_KEY: &str = "evicted_ms";
 /// Storage key of the webhook's outbox.
@@ -61,6 +67,9 @@ pub const MAX_COUNTED: u64 = 2_000_000;
 pub struct Rollout {
     state: State,
     cfg: Config,
+    /// The rollout's state as last read or written: the object is its only writer, so a
+    /// flush need not parse it again (storage stays the truth after an eviction).
+    cached: std::cell::RefCell<Option<RolloutState>>,
 }
 
 /// An error answered to the caller (the serving Worker logs it).
@@ -105,7 +114,11 @@ impl DurableObject for Rollout {
             "CREATE INDEX IF NOT EXISTS counted_by_time ON counted (decided_ms)",
             None,
         );
-        Rollout { state, cfg }
+        Rollout {
+            state,
+            cfg,
+            cached: std::cell::RefCell::new(None),
+        }
     }
 
     async fn alarm(&self) -> worker::Result<Response> {
@@ -142,6 +155,11 @@ impl DurableObject for Rollout {
         };
         result.or_else(|f| f.response())
     }
+}
+
+/// The storage key of the window starting at `start`.
+fn window_key(start: i64) -> String {
+    format!("{WINDOW_PREFIX}{start:016}")
 }
 
 fn now_ms() -> i64 {
@@ -182,14 +200,70 @@ impl Rollout {
             .map_err(|e| Failure::storage(&e))
     }
 
-    /// The windows kept, or empty ones when none are, or they are of another width.
+    fn width_ms(&self) -> i64 {
+        i64::from(self.cfg.window_s) * 1_000
+    }
+
+    /// The window-reset rule ([`Windows::for_width`]) in storage: windows of another width
+    /// than `ROLLOUT_WINDOW_S` (a changed variable) are dropped, and counting starts afresh.
+    async fn ensure_width(&self) -> Result<(), Failure> {
+        let width_ms = self.width_ms();
+        if self.read::<i64>(WIDTH_KEY).await? == Some(width_ms) {
+            return Ok(());
+        }
+        let storage = self.state.storage();
+        let listed = storage
+            .list_with_options(ListOptions::new().prefix(WINDOW_PREFIX))
+            .await
+            .map_err(|e| Failure::storage(&e))?;
+        let mut gone: Vec<String> = listed
+            .keys()
+            .into_iter()
+            .filter_map(|k| k.ok()?.as_string())
+            .collect();
+        gone.push(FOLDED_KEY.to_owned());
+        storage
+            .delete_multiple(gone)
+            .await
+            .map_err(|e| Failure::storage(&e))?;
+        self.write(WIDTH_KEY, &width_ms).await
+    }
+
+    /// The windows kept, folding those beyond [`DEFAULT_MAX_WINDOWS`] (their keys go).
     async fn windows(&self) -> Result<Windows, Failure> {
-        let width_ms = i64::from(self.cfg.window_s) * 1_000;
-        Ok(Windows::for_width(
-            self.read::<Windows>(WINDOWS_KEY).await?,
-            width_ms,
-            DEFAULT_MAX_WINDOWS,
-        ))
+        self.ensure_width().await?;
+        let storage = self.state.storage();
+        let listed = storage
+            .list_with_options(ListOptions::new().prefix(WINDOW_PREFIX))
+            .await
+            .map_err(|e| Failure::storage(&e))?;
+        let mut parts = std::collections::BTreeMap::new();
+        for entry in listed.entries() {
+            let Ok(pair) = entry.map(|e| js_sys::Array::from(&e)) else {
+                continue;
+            };
+            let key = pair.get(0).as_string().unwrap_or_default();
+            let start = key.trim_start_matches(WINDOW_PREFIX).parse::<i64>().ok();
+            let tally = pair
+                .get(1)
+                .as_string()
+                .and_then(|t| serde_json::from_str::<Tally>(&t).ok());
+            if let (Some(start), Some(tally)) = (start, tally) {
+                parts.insert(start, tally);
+            }
+        }
+        let folded: Option<Folded> = self.read(FOLDED_KEY).await?;
+        let (windows, gone) =
+            Windows::from_parts(self.width_ms(), DEFAULT_MAX_WINDOWS, parts, folded);
+        if !gone.is_empty() {
+            self.write(FOLDED_KEY, &windows.folded()).await?;
+            let keys: Vec<String> = gone.into_iter().map(window_key).collect();
+            storage
+                .delete_multiple(keys)
+                .await
+                .map_err(|e| Failure::storage(&e))?;
+        }
+        Ok(windows)
     }
 
     /// The rollout's state for an isolate serving `challenger` (the kept one, or a new
@@ -199,19 +273,36 @@ impl Rollout {
         challenger: Option<&str>,
         now: i64,
     ) -> Result<RolloutState, Failure> {
-        let kept = self.read::<RolloutState>(STATE_KEY).await?;
+        let kept = self.state_kept().await?;
         let before = kept.clone();
         let s = RolloutState::for_challenger(kept, challenger, &self.cfg.policy, now);
         if before.as_ref() != Some(&s) {
-            self.write(STATE_KEY, &s).await?;
+            self.save(&s).await?;
         }
         Ok(s)
+    }
+
+    /// The state kept, from memory when this object read or wrote it last.
+    async fn state_kept(&self) -> Result<Option<RolloutState>, Failure> {
+        if let Some(s) = self.cached.borrow().clone() {
+            return Ok(Some(s));
+        }
+        let kept = self.read::<RolloutState>(STATE_KEY).await?;
+        self.cached.borrow_mut().clone_from(&kept);
+        Ok(kept)
+    }
+
+    /// Writes the state (and keeps it in memory).
+    async fn save(&self, s: &RolloutState) -> Result<(), Failure> {
+        self.write(STATE_KEY, s).await?;
+        *self.cached.borrow_mut() = Some(s.clone());
+        Ok(())
     }
 
     /// The state kept, or a rollout without challenger from now.
     async fn kept(&self, now: i64) -> Result<RolloutState, Failure> {
         Ok(self
-            .read::<RolloutState>(STATE_KEY)
+            .state_kept()
             .await?
             .unwrap_or_else(|| RolloutState::start(None, &self.cfg.policy, now)))
     }
@@ -227,7 +318,7 @@ impl Rollout {
         })?;
         let now = now_ms();
         let mut state = self.rollout_for(batch.challenger.as_deref(), now).await?;
-        let mut windows = self.windows().await?;
+        let state_before = state.clone();
         let evicted: Option<i64> = self.read(EVICTED_KEY).await?;
         let floor = Floor::new(now, i64::from(self.cfg.horizon_s) * 1_000, evicted);
         let sql = self.state.storage().sql();
@@ -248,12 +339,21 @@ impl Rollout {
                 false
             })
         };
-        outcomes::receive(&mut state, &mut windows, &batch, now, floor, &mut first);
+        let counted = outcomes::receive(&mut state, &batch, floor, &mut first);
         if let Some(e) = failed {
             return Err(Failure::new(500, "storage_failed", e));
         }
-        self.write(WINDOWS_KEY, &windows).await?;
-        self.write(STATE_KEY, &state).await?;
+        // Only this flush's window is read and written (a batch for a time already folded is
+        // folded in at the next look).
+        self.ensure_width().await?;
+        let key = window_key(Windows::new(self.width_ms(), 1).start_of(now));
+        let mut window: Tally = self.read(&key).await?.unwrap_or_default();
+        window.merge(&counted);
+        self.write(&key, &window).await?;
+        // Most flushes change nothing of the state (no late or repeated outcome).
+        if state_before != state {
+            self.save(&state).await?;
+        }
         answer(&state, self.cfg.policy.auto)
             .map_err(|e| Failure::new(500, "internal", e.to_string()))
     }
@@ -268,7 +368,7 @@ impl Rollout {
         let before = self.kept(now).await?;
         let windows = self.windows().await?;
         let (after, events) = step(&before, &self.cfg.policy, &windows, now);
-        self.write(STATE_KEY, &after).await?;
+        self.save(&after).await?;
         let lines = events::lines(&after, &events, now);
         self.publish(&lines, now).await?;
         self.forget(now).await?;
@@ -380,7 +480,7 @@ impl Rollout {
         let before = self.kept(now).await?;
         let (after, events) = control::control(&before, verb, &reason, &self.cfg.policy, now)
             .map_err(|e| Failure::new(409, "conflict", e.to_string()))?;
-        self.write(STATE_KEY, &after).await?;
+        self.save(&after).await?;
         self.publish(&events::event_lines(&after, &events, now), now)
             .await?;
         Response::from_json(&status::status(&after, &self.cfg.policy, now))

@@ -107,6 +107,37 @@ impl Windows {
             .unwrap_or_else(|| Windows::new(width_ms, max_windows))
     }
 
+    /// The store that windows kept one per storage key make (`windows`: start → totals,
+    /// `folded`: the folded total), with the windows beyond `max_windows`, and any for a time
+    /// already folded, folded in; and the starts of the windows folded, whose keys can go.
+    pub fn from_parts(
+        width_ms: i64,
+        max_windows: usize,
+        windows: BTreeMap<i64, Tally>,
+        folded: Option<Folded>,
+    ) -> (Windows, Vec<i64>) {
+        let mut w = Windows {
+            folded,
+            ..Windows::new(width_ms, max_windows)
+        };
+        let mut gone = Vec::new();
+        for (start, t) in windows {
+            match w.folded.as_mut().filter(|f| start < f.to_ms) {
+                Some(f) => {
+                    f.tally.merge(&t);
+                    gone.push(start);
+                }
+                None => {
+                    w.windows.insert(start, t);
+                }
+            }
+        }
+        let before: Vec<i64> = w.windows.keys().copied().collect();
+        w.fold_excess();
+        gone.extend(before.into_iter().filter(|s| !w.windows.contains_key(s)));
+        (w, gone)
+    }
+
     /// The window width, ms.
     pub fn width_ms(&self) -> i64 {
         self.width_ms
@@ -212,6 +243,16 @@ mod tests {
         assert_eq!(Windows::for_width(Some(back.clone()), 60_000, 3), back);
         let fresh = Windows::for_width(Some(back), 1_000, 3);
         assert_eq!((fresh.width_ms(), fresh.windows().count()), (1_000, 0));
+        // Kept one per key: the same store, the excess folded and named.
+        let parts: BTreeMap<i64, Tally> = (0..5).map(|i| (t0 + i * 60_000, sample())).collect();
+        let (from_keys, gone) = Windows::from_parts(60_000, 3, parts, None);
+        assert_eq!(gone, vec![t0, t0 + 60_000]);
+        assert_eq!(from_keys.windows().count(), 3);
+        assert_eq!(from_keys.folded().unwrap().tally.total().decisions, 2 * 3);
+        let late: BTreeMap<i64, Tally> = [(t0, sample()), (t0 + 240_000, sample())].into();
+        let (again, gone) = Windows::from_parts(60_000, 3, late, from_keys.folded().cloned());
+        assert_eq!(gone, vec![t0]);
+        assert_eq!(again.folded().unwrap().tally.total().decisions, 3 * 3);
         let bad = r#"{"width_ms":0,"max_windows":3,"windows":{}}"#;
         assert!(serde_json::from_str::<Windows>(bad).is_err());
         let bad = r#"{"width_ms":60000,"max_windows":3,"windows":{"5":{"v":1,"rows":[]}}}"#;
