@@ -129,7 +129,8 @@ export function intendedState(req, signals) {
  * the end-to-end tests' `startWorker` takes it).
  */
 export async function startLab({ seed, script, vars = {}, extra = {}, rollout = false }) {
-  const shared = { signals: null, byId: new Map() };
+  // `fail(request, action)`, when a scenario sets it: that request fails at that origin.
+  const shared = { signals: null, byId: new Map(), fail: null };
   const origins = [];
   for (const [i, action] of ROUTES.entries()) {
     const o = await startOrigin("ABC"[i]);
@@ -144,7 +145,8 @@ export async function startLab({ seed, script, vars = {}, extra = {}, rollout = 
           return;
         }
         const state = intendedState(lab, shared.signals);
-        const ok = succeeds(seed, lab.id, state, action);
+        // A scenario may make an origin fail some requests on purpose (`shared.fail`).
+        const ok = !shared.fail?.(lab, action) && succeeds(seed, lab.id, state, action);
         if (ok) o.counts.successes++;
         lab.origin = action;
         lab.originStatus = ok ? 200 : 500;
@@ -286,4 +288,15 @@ export function readJsonFile(file) {
 /** `decider report --json` on log files. */
 export function report(files, extra = []) {
   return JSON.parse(decider(["report", "--logs", ...files, "--json", "--quiet", ...extra]));
+}
+
+/** The sticky bucket 0..100 of a routing key, as decider_core::rollout::canary_bucket
+ * computes it (FNV-1a 64-bit, mod 100). */
+export function canaryBucket(key) {
+  let h = 0xcbf29ce484222325n;
+  for (const b of Buffer.from(key, "utf8")) {
+    h ^= BigInt(b);
+    h = (h * 0x100000001b3n) & 0xffffffffffffffffn;
+  }
+  return Number(h % 100n);
 }

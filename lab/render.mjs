@@ -204,10 +204,50 @@ Must show:
 ${c.must_show.map(mark).join("\n")}`;
 }
 
+function sectionD(d) {
+  if (!d) return "Scenario D has not run yet (`LAB_ONLY=d node lab/run.mjs`).";
+  const b = d.bake;
+  const rows = (r) => r.steps.map((s) => `| \`${s.verb}\` | ${s.status} | ${s.setting}% | ${s.phase}${s.paused ? ", paused" : ""} | ${s.health_history} | ${s.ms} | ${s.look_ms} |`).join("\n");
+  return `Run: ${d.seconds} s. The same two Workers as scenario C (the champion the deliberately worse
+model, the challenger the shipped one), with the control plane's policy set as an operator
+would: \`ROLLOUT_MIN_STEP_S=${b.min_step_s}\`, \`ROLLOUT_BAKE_PERCENT=${b.bake_percent}\`, \`ROLLOUT_BAKE_S=3600\`.
+
+**1. Time on a step, and a bake that fails.** Chunks of 1,000 requests with a look after each.
+The steps and how long each lasted (the record's \`ts\` less its \`step_since\`):
+${b.changes.map((c) => `${c.from}% → ${c.to}% (${c.why}) after ${c.step_s.toFixed(1)} s`).join("; ")}. Once the
+challenger baked (after ${b.degraded_at} requests), the origins failed half the requests of the routing
+keys it serves (a challenger that degrades under full load); the judge rolled it back from the
+bake, ${b.final?.phase} after ${b.requests} requests and ${b.looks} looks.
+
+**2. Controls.** Each verb through \`decider rollout VERB --url … --json\` (the serving Worker
+relays \`/v1/admin/rollout\` to the control plane), then \`/v1/health\` read and one look of the
+judge; a webhook receiver on loopback (\`ROLLOUT_WEBHOOK_URL\`):
+
+| verb | exit | setting | phase | last change in /v1/health | CLI ms | look ms |
+|---|---|---|---|---|---|---|
+${rows(d.controls.ok)}
+
+Records in the log: ${d.controls.ok.records.map((r) => `${r.why}${r.reason ? ` ("${r.reason}")` : ""}`).join(", ")}. Notifications:
+${d.controls.ok.notifications.length}, ids ${d.controls.ok.notifications.map((n) => n.id).join(", ")}.
+
+**3. A webhook that fails (500) or hangs.** The same verbs:
+
+| receiver | settings as with a working one | slowest verb, ms | slowest look, ms | delivery failures logged |
+|---|---|---|---|---|
+${["fail", "hang"].map((k) => { const r = d.controls[k]; return `| ${k} | ${r.steps.map((x) => `${x.setting}/${x.phase}`).join(" ") === d.controls.ok.steps.map((x) => `${x.setting}/${x.phase}`).join(" ") ? "yes" : "no"} | ${Math.max(...r.steps.map((x) => x.ms))} | ${Math.max(...r.steps.map((x) => x.look_ms))} | ${r.webhook_failures} |`; }).join("\n")}
+
+(A hanging receiver is given up after 5 s per attempt, later than this run looked.)
+
+Must show:
+
+${d.must_show.map(mark).join("\n")}`;
+}
+
 export function render() {
   const a = load("scenario-a.json");
   const b = load("scenario-b.json");
   const c = load("scenario-c.json");
+  const d = load("scenario-d.json");
   const md = `# The traffic lab
 
 \`make lab\` runs the built Worker in workerd (Miniflare, as the end-to-end tests do) against
@@ -246,6 +286,10 @@ ${sectionB(b)}
 ## Scenario C: rollouts that run themselves
 
 ${sectionC(c, a)}
+
+## Scenario D: the rollout as an operator runs it
+
+${sectionD(d)}
 `;
   writeFileSync(path.join(LAB, "..", "docs", "reports", "LAB.md"), md);
 }

@@ -1,15 +1,17 @@
-// `make lab`: scenarios A, B and C, then docs/reports/LAB.md. Exits 1 when a must-show fails.
-// LAB_ONLY=a, b or c runs one scenario (docs/reports/LAB.md keeps the others' last results).
+// `make lab`: scenarios A, B, C and D, then docs/reports/LAB.md. Exits 1 when a must-show fails.
+// LAB_ONLY=a, b, c or d runs one scenario (docs/reports/LAB.md keeps the others' last results).
 import { render } from "./render.mjs";
 import { scenarioA } from "./scenario-a.mjs";
 import { scenarioB } from "./scenario-b.mjs";
 import { scenarioC } from "./scenario-c.mjs";
+import { scenarioD } from "./scenario-d.mjs";
 
 const only = process.env.LAB_ONLY ?? "";
 const results = [];
 if (only === "" || only === "a") results.push(await scenarioA());
 if (only === "" || only === "b") results.push(await scenarioB());
 if (only === "" || only === "c") results.push(await scenarioC());
+if (only === "" || only === "d") results.push(await scenarioD());
 render();
 let failed = 0;
 for (const r of results) {

@@ -44,7 +44,7 @@ const PLANE = { vars: PLANE_VARS };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Requests [start, end) of a stream, keeping each request's signal snapshot. */
-function slice(batches, start, end) {
+export function slice(batches, start, end) {
   const out = [];
   let i = 0;
   for (const b of batches) {
@@ -62,7 +62,7 @@ function slice(batches, start, end) {
  * (admin). The setting and phase are the control plane's; before the next traffic the
  * serving isolate has applied them (it reads them at most every ROLLOUT_CACHE_S).
  */
-async function look(lab) {
+export async function look(lab) {
   await sleep(1100);
   await (await lab.worker.fetch("/v1/health")).arrayBuffer();
   await sleep(1100);
@@ -147,7 +147,7 @@ function steps(looks, changes, first) {
 
 /** /v1/health once the isolate has heard the control plane's setting (it asks after its
  * first request, through waitUntil). */
-async function healthHeard(lab) {
+export async function healthHeard(lab) {
   for (let i = 0; ; i++) {
     const h = await (await lab.worker.health()).json();
     if (h.rollout?.automatic || i === 50) return h;
