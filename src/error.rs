@@ -128,13 +128,17 @@ impl ApiError {
 }
 
 impl From<FieldError> for ApiError {
-    /// A body validation error (state, signals, outcome): 400 naming the field. An unknown field's name is
-    /// the client's text: quoted at most [`ECHO_BYTES`] long (message and field).
+    /// A body validation error (state, signals, outcome): 400 naming the field. An unknown
+    /// field's name and a key given twice are the client's text: quoted at most
+    /// [`ECHO_BYTES`] long (message and field).
     fn from(e: FieldError) -> ApiError {
         let e = match e {
             FieldError::Unknown { field, expected } => FieldError::Unknown {
                 field: clip_to(&field, ECHO_BYTES),
                 expected,
+            },
+            FieldError::Duplicate { field } => FieldError::Duplicate {
+                field: clip_to(&field, ECHO_BYTES),
             },
             other => other,
         };
@@ -219,6 +223,13 @@ mod tests {
         let body = format!("{{\"state\": {{\"{long}\": 1}}}}");
         let a = ApiError::from(State::from_body(body.as_bytes(), 0).unwrap_err());
         assert_eq!(a.code, "unknown_field");
+        let field = a.field.clone().unwrap();
+        assert!(field.len() <= ECHO_BYTES + 16, "{field}");
+        assert!(field.starts_with("state.ppp"), "{field}");
+        assert!(a.message.len() <= 300, "{}", a.message);
+        let body = format!("{{\"state\": {{\"{long}\": 1, \"{long}\": 2}}}}");
+        let a = ApiError::from(State::from_body(body.as_bytes(), 0).unwrap_err());
+        assert_eq!(a.code, "duplicate_field");
         let field = a.field.clone().unwrap();
         assert!(field.len() <= ECHO_BYTES + 16, "{field}");
         assert!(field.starts_with("state.ppp"), "{field}");

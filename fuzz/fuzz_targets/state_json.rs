@@ -10,7 +10,7 @@ use libfuzzer_sys::fuzz_target;
 fn check_error(e: &FieldError) {
     assert!(!e.to_string().is_empty());
     match e.code() {
-        "missing_field" | "unknown_field" | "out_of_range" => {
+        "missing_field" | "unknown_field" | "duplicate_field" | "out_of_range" => {
             assert!(e.field().is_some(), "{e:?}")
         }
         // Malformed text names a field only when the trouble is one number's value.

@@ -1,9 +1,11 @@
 //! Criterion micro-benchmarks of the decision path, stage by stage and whole.
 //!
-//! Stages: `parse` (request body text → JSON value), `validate` (value → [`State`]),
+//! Stages: `parse` (request body text → JSON value, keys given twice refused;
+//! `parse_serde_value` is serde_json's own reading beside it), `validate` (value → [`State`]),
 //! `encode` (state → 16 features), `infer` (features → calibrated probabilities),
 //! `policy` (model output + rules → [`Decision`]), `parse_validate` (body text → [`State`], the
-//! Worker's path), `serialise` (decision → JSON text), and `whole` (body text → the answer's
+//! Worker's path), `serialise` (decision → JSON text), `read_line` (a decision record's log line
+//! → [`decider_core::record::Record`], what `decider report` does per line), and `whole` (body text → the answer's
 //! text through [`decider_core::request::decide`], everything the Worker's `/v1/decide` does
 //! between reading the body and writing the response). Each iteration cycles through a fixed, seeded set of states so branchy
 //! code (tree traversal, rule hits, fallbacks) is not measured on one lucky path.
@@ -92,7 +94,12 @@ fn benches(c: &mut Criterion) {
         i
     };
     g.bench_function("parse", |b| {
-        b.iter(|| serde_json::from_str::<Value>(black_box(&bodies[tick()])))
+        b.iter(|| decider_core::json::parse_text(black_box(bodies[tick()].as_bytes())))
+    });
+    // The reference: serde_json's own reading (a key given twice: the last one wins), so one
+    // run shows what refusing duplicates costs beside it.
+    g.bench_function("parse_serde_value", |b| {
+        b.iter(|| serde_json::from_slice::<Value>(black_box(bodies[tick()].as_bytes())))
     });
     g.bench_function("parse_validate", |b| {
         b.iter(|| State::from_body(black_box(bodies[tick()].as_bytes()), 12))
@@ -117,6 +124,27 @@ fn benches(c: &mut Criterion) {
         .collect();
     g.bench_function("serialise", |b| {
         b.iter(|| serde_json::to_string(black_box(&decisions[tick()])))
+    });
+    let lines: Vec<String> = states
+        .iter()
+        .map(|s| {
+            let req = Request {
+                state: *s,
+                gates: Gates::default(),
+                endpoint: Endpoint::Route,
+                arm: Arm::Champion,
+                decision_id: "4ae12971-112e-44b1-a38b-7063b8e5186f".to_string(),
+                keys: None,
+                request_id: None,
+                backend: "embedded",
+                now_ms: 1_796_205_600_000.0,
+                decision_us: 0,
+            };
+            request::decide(&decider, req, None).record.to_line()
+        })
+        .collect();
+    g.bench_function("read_line", |b| {
+        b.iter(|| decider_core::record::Record::from_line(black_box(&lines[tick()])))
     });
     g.bench_function("whole", |b| {
         b.iter(|| {

@@ -6,8 +6,18 @@
 //! unknown fields can be refused by name, integral numbers written as `3.0` are still
 //! integers, and a `NaN` literal or a number beyond f64 is reported with the key that holds
 //! it rather than only a line and column.
+//!
+//! Text becomes a value in one place, [`parse_text`] (and [`parse_first`] for a value
+//! followed by other text), and an object that names a key twice is refused there, at any
+//! depth, naming the key's path (`state.request_type`, `outcome.attempts[0].status`). A
+//! body that says two things has no one meaning (RFC 8259 §4: names SHOULD be unique), and
+//! serde_json alone would keep the last one silently.
 
-use serde_json::{Map, Value};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::map::Entry;
+use serde_json::{Map, Number, Value};
+use std::cell::RefCell;
+use std::fmt;
 use thiserror::Error;
 
 /// Why a JSON input was refused. Every variant except [`FieldError::Json`] (without a key
@@ -65,6 +75,20 @@ pub enum FieldError {
         /// What was found.
         got: String,
     },
+    /// An object names the same key twice (at any depth): the body has no one meaning.
+    #[error("{field} is given more than once")]
+    Duplicate {
+        /// The key's path (`state.request_type`, `outcome.attempts[0].status`).
+        field: String,
+    },
+    /// Two fields that exclude each other are both present.
+    #[error("{field} cannot be given with {other}: give one of them")]
+    Conflict {
+        /// The field named as the error's.
+        field: String,
+        /// The field it excludes.
+        other: &'static str,
+    },
     /// A value outside its valid range or set.
     #[error("{field} must be {range}, got {got}")]
     OutOfRange {
@@ -82,6 +106,8 @@ impl FieldError {
     pub fn field(&self) -> Option<&str> {
         match self {
             FieldError::Missing { field }
+            | FieldError::Duplicate { field }
+            | FieldError::Conflict { field, .. }
             | FieldError::Unknown { field, .. }
             | FieldError::WrongType { field, .. }
             | FieldError::OutOfRange { field, .. } => Some(field),
@@ -98,6 +124,8 @@ impl FieldError {
             FieldError::NotObject { .. } => "invalid_type",
             FieldError::Missing { .. } | FieldError::MissingOneOf { .. } => "missing_field",
             FieldError::Unknown { .. } => "unknown_field",
+            FieldError::Duplicate { .. } => "duplicate_field",
+            FieldError::Conflict { .. } => "conflicting_fields",
             FieldError::WrongType { .. } => "invalid_type",
             FieldError::OutOfRange { .. } => "out_of_range",
         }
@@ -108,6 +136,11 @@ impl FieldError {
         let p = |f: String| format!("{prefix}.{f}");
         match self {
             FieldError::Missing { field } => FieldError::Missing { field: p(field) },
+            FieldError::Duplicate { field } => FieldError::Duplicate { field: p(field) },
+            FieldError::Conflict { field, other } => FieldError::Conflict {
+                field: p(field),
+                other,
+            },
             FieldError::Unknown { field, expected } => FieldError::Unknown {
                 field: p(field),
                 expected,
@@ -160,26 +193,181 @@ pub fn json_type(v: &Value) -> &'static str {
     }
 }
 
-/// Parses JSON text. When the text is JSON but for one number — a `NaN` or `Infinity`
-/// literal, or a number beyond f64 — the error names the key that holds it, so a client
-/// learns which field to fix rather than only a line and column.
+/// Parses JSON text (one value, nothing but whitespace after it). An object that names a
+/// key twice is refused, naming the key's path. When the text is JSON but for one number —
+/// a `NaN` or `Infinity` literal, or a number beyond f64 — the error names the key that
+/// holds it, so a client learns which field to fix rather than only a line and column.
 ///
 /// # Errors
-/// [`FieldError::Json`] with the position (and the key, for a number).
+/// [`FieldError::Duplicate`] for a key given twice; [`FieldError::Json`] with the position
+/// (and the key, for a number) for text that is not JSON.
 pub fn parse_text(bytes: &[u8]) -> Result<Value, FieldError> {
-    serde_json::from_slice(bytes).map_err(|e| {
-        let mut err = FieldError::from_serde(&e);
-        if let FieldError::Json { field, message, .. } = &mut err {
-            let at = byte_offset(bytes, e.line(), e.column());
-            if is_number_trouble(&e, bytes, at) {
-                *field = key_path_at(bytes, at);
-                if let Some(path) = field {
-                    *message = format!("{path} is not a JSON number ({message})");
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    parse_one(&mut de, bytes, true)
+}
+
+/// Parses the first JSON value of `text`, by the rules of [`parse_text`]; what follows it is
+/// ignored (a log line may carry a suffix).
+///
+/// # Errors
+/// As [`parse_text`].
+pub fn parse_first(text: &str) -> Result<Value, FieldError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    parse_one(&mut de, text.as_bytes(), false)
+}
+
+/// One value from `de`, which reads `bytes`; `whole`: nothing but whitespace may follow.
+fn parse_one<'de, R: serde_json::de::Read<'de>>(
+    de: &mut serde_json::Deserializer<R>,
+    bytes: &[u8],
+    whole: bool,
+) -> Result<Value, FieldError> {
+    let trail = RefCell::new(None);
+    let parsed = Unique { trail: &trail }
+        .deserialize(&mut *de)
+        .and_then(|v| if whole { de.end().map(|()| v) } else { Ok(v) });
+    parsed.map_err(|e| match trail.into_inner() {
+        Some(path) => FieldError::Duplicate {
+            field: path_text(&path),
+        },
+        None => syntax_error(&e, bytes),
+    })
+}
+
+/// A serde_json error as [`FieldError::Json`], naming the key of a number that is not JSON.
+fn syntax_error(e: &serde_json::Error, bytes: &[u8]) -> FieldError {
+    let mut err = FieldError::from_serde(e);
+    if let FieldError::Json { field, message, .. } = &mut err {
+        let at = byte_offset(bytes, e.line(), e.column());
+        if is_number_trouble(e, bytes, at) {
+            *field = key_path_at(bytes, at);
+            if let Some(path) = field {
+                *message = format!("{path} is not a JSON number ({message})");
+            }
+        }
+    }
+    err
+}
+
+/// One step of a key path: an object's key or an array's index.
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// `state.request_type`, `outcome.attempts[0].status` from its steps, innermost first.
+fn path_text(innermost_first: &[Step]) -> String {
+    let mut out = String::new();
+    for step in innermost_first.iter().rev() {
+        match step {
+            Step::Key(k) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(k);
+            }
+            Step::Index(i) => out.push_str(&format!("[{i}]")),
+        }
+    }
+    out
+}
+
+/// A JSON value as [`serde_json::Value`] would read it, except that an object naming a key
+/// twice is an error. The duplicate's path is put in `trail` step by step as the error
+/// leaves each enclosing value (innermost first), so a good body pays for no path at all.
+#[derive(Clone, Copy)]
+struct Unique<'t> {
+    trail: &'t RefCell<Option<Vec<Step>>>,
+}
+
+impl Unique<'_> {
+    /// Adds the enclosing step to the duplicate's path, when the error is a duplicate.
+    fn enclosing(&self, step: impl FnOnce() -> Step) {
+        if let Some(path) = self.trail.borrow_mut().as_mut() {
+            path.push(step());
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Unique<'_> {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Unique<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::Number(n.into()))
+    }
+
+    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+        Ok(Value::Number(n.into()))
+    }
+
+    fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
+        Ok(Number::from_f64(n).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::String(s.to_owned()))
+    }
+
+    fn visit_string<E>(self, s: String) -> Result<Value, E> {
+        Ok(Value::String(s))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        loop {
+            match seq.next_element_seed(self) {
+                Ok(Some(v)) => items.push(v),
+                Ok(None) => return Ok(Value::Array(items)),
+                Err(e) => {
+                    self.enclosing(|| Step::Index(items.len()));
+                    return Err(e);
                 }
             }
         }
-        err
-    })
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        let mut map = Map::new();
+        while let Some(key) = access.next_key::<String>()? {
+            let value = match access.next_value_seed(self) {
+                Ok(v) => v,
+                Err(e) => {
+                    self.enclosing(|| Step::Key(key));
+                    return Err(e);
+                }
+            };
+            match map.entry(key) {
+                Entry::Vacant(slot) => {
+                    slot.insert(value);
+                }
+                Entry::Occupied(taken) => {
+                    *self.trail.borrow_mut() = Some(vec![Step::Key(taken.key().clone())]);
+                    return Err(de::Error::custom("duplicate key"));
+                }
+            }
+        }
+        Ok(Value::Object(map))
+    }
 }
 
 /// Whether a parse error is about a number: one out of f64's range, or a non-JSON
@@ -578,6 +766,77 @@ mod tests {
         );
         assert_eq!(f.object("p", "p.").unwrap_err().field(), Some("p"));
         assert_eq!(f.only(&["n"]).unwrap_err().field(), Some("m"));
+    }
+
+    #[test]
+    fn a_key_given_twice_is_refused_at_any_depth_naming_its_path() {
+        for (text, path) in [
+            (r#"{"a": 1, "a": 2}"#, "a"),
+            (r#"{"a": 1, "a": 1}"#, "a"),
+            (
+                r#"{"state": {"request_type": 1, "request_type": 5}}"#,
+                "state.request_type",
+            ),
+            (r#"{"a": {"b": {"c": {"d": 0, "d": 0}}}}"#, "a.b.c.d"),
+            (r#"{"o": {"xs": [{}, {"s": 1, "s": 2}]}}"#, "o.xs[1].s"),
+            (r#"[[0, {"k": 1, "k": 2}]]"#, "[0][1].k"),
+            // The same name, escaped: one key, twice.
+            (r#"{"st\u0061te": 1, "state": 2}"#, "state"),
+            // The first duplicate met is the one named.
+            (r#"{"x": {"y": 1, "y": 2}, "x": 3}"#, "x.y"),
+        ] {
+            let e = parse_text(text.as_bytes()).unwrap_err();
+            assert_eq!(
+                (e.code(), e.field()),
+                ("duplicate_field", Some(path)),
+                "{text}: {e}"
+            );
+            assert_eq!(e.to_string(), format!("{path} is given more than once"));
+            assert_eq!(parse_first(&format!("{text} trailing")).unwrap_err(), e);
+        }
+        // The same key in different objects, and keys that differ in case, are fine.
+        let v = parse_text(br#"{"a": {"k": 1}, "b": {"k": 2}, "K": 3, "k": [{"k": 1}, {"k": 2}]}"#);
+        assert_eq!(v.unwrap()["b"]["k"], 2);
+    }
+
+    #[test]
+    fn parsing_reads_what_serde_json_reads() {
+        for text in [
+            r#"{"state": {"request_type": 1, "current_load": 0.30000000000000004, "q": -7, "big": 18446744073709551615}}"#,
+            r#"[null, true, false, "s\n\u00e9", 1e300, -0.0, [], {}]"#,
+            "  \"a string\"  ",
+            "12",
+        ] {
+            let want: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(parse_text(text.as_bytes()).unwrap(), want, "{text}");
+        }
+        // Whole text only, but for parse_first.
+        let e = parse_text(br#"{"a": 1} {"b": 2}"#).unwrap_err();
+        assert_eq!(e.code(), "invalid_json");
+        assert_eq!(parse_first(r#"{"a": 1} {"b": 2}"#).unwrap()["a"], 1);
+        // The nesting limit is serde_json's (128).
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        assert_eq!(
+            parse_text(deep.as_bytes()).unwrap_err().code(),
+            "invalid_json"
+        );
+    }
+
+    #[test]
+    fn conflicting_fields_name_the_field() {
+        let e = FieldError::Conflict {
+            field: "status".into(),
+            other: "reward",
+        };
+        assert_eq!(
+            (e.code(), e.field(), e.to_string().as_str()),
+            (
+                "conflicting_fields",
+                Some("status"),
+                "status cannot be given with reward: give one of them"
+            )
+        );
+        assert_eq!(e.within("body").field(), Some("body.status"));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 use crate::actions::Action;
 use crate::failover::OriginSet;
+use crate::json::{parse_text, FieldError};
 use crate::signals::{Signals, Snapshot, SnapshotSource};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -211,7 +212,10 @@ pub struct Metrics {
 /// # Errors
 /// What is wrong with the document, naming the route and field.
 pub fn parse_metrics(text: &str) -> Result<Metrics, String> {
-    let v: Value = serde_json::from_str(text).map_err(|e| format!("not json: {e}"))?;
+    let v = parse_text(text.as_bytes()).map_err(|e| match e {
+        FieldError::Json { .. } => format!("not json: {e}"),
+        other => other.to_string(),
+    })?;
     let obj = v
         .as_object()
         .ok_or_else(|| "must be a json object".to_string())?;
@@ -376,6 +380,10 @@ mod tests {
                 "route_a: ",
             ),
             (r#"{"route_a": {}, "reject": {}}"#, "not a route"),
+            (
+                r#"{"route_a": {"current_load": 0.2, "current_load": 0.9}}"#,
+                "route_a.current_load is given more than once",
+            ),
         ] {
             let e = parse_metrics(bad).unwrap_err();
             assert!(e.contains(needle), "{bad}: {e}");

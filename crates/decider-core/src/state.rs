@@ -186,13 +186,33 @@ mod tests {
         assert_eq!(State::parse_json(&ok().to_string(), 0), Ok(want));
     }
 
+    /// Regression: a key given twice was read as its last value (`"request_type":1,
+    /// "request_type":5` decided request type 5); a body that says two things is refused,
+    /// naming the key, wherever it is.
     #[test]
-    fn duplicate_keys_keep_the_last_value() {
-        let body = r#"{"state": {"request_type":1,"region_id":3,"current_load":0.4,"recent_success_rate":0.97,"queue_depth":12,"queue_depth":13}}"#;
-        assert_eq!(
-            State::from_body(body.as_bytes(), 0).unwrap().queue_depth,
-            13.0
-        );
+    fn regression_a_key_given_twice_was_read_as_its_last_value() {
+        for (body, field) in [
+            (
+                r#"{"state": {"request_type":1,"request_type":5,"region_id":3,"current_load":0.4,"recent_success_rate":0.97,"queue_depth":12}}"#,
+                "state.request_type",
+            ),
+            (
+                r#"{"state": {"request_type":1,"region_id":3,"current_load":0.4,"recent_success_rate":0.97,"queue_depth":12}, "state": {}}"#,
+                "state",
+            ),
+            // Before any other rule: an unknown key holding a key twice.
+            (
+                r#"{"state": {}, "x": {"y": [{"z": 1, "z": 1}]}}"#,
+                "x.y[0].z",
+            ),
+        ] {
+            let e = State::from_body(body.as_bytes(), 0).unwrap_err();
+            assert_eq!(
+                (e.code(), e.field()),
+                ("duplicate_field", Some(field)),
+                "{body}"
+            );
+        }
     }
 
     /// Regression: a `NaN` literal or a number beyond f64 inside the state was a 400 with

@@ -627,8 +627,20 @@ proptest! {
                 // Only malformed text and a body that is not an object go without a field.
                 let fieldless = matches!(e.code(), "invalid_json") || e.field().is_none() && e.code() == "invalid_type";
                 prop_assert!(e.field().is_some() || fieldless, "{}: {:?}", body, e);
-                if let Some(f) = e.field() {
-                    prop_assert!(f == "state" || f.starts_with("state.") || !f.contains('.'), "{}: {}", body, f);
+                match e.field() {
+                    // A key given twice, wherever it is, is named by its path (`state.hour`,
+                    // `[0].state.hour`), which ends in a key the text holds twice.
+                    Some(f) if e.code() == "duplicate_field" => {
+                        let last = f.rsplit('.').next().unwrap_or_default();
+                        let written = decider_core::state::STATE_FIELDS
+                            .into_iter()
+                            .chain(["regoin_id", "", "Hour", "state"]);
+                        prop_assert!(written.into_iter().any(|k| k == last), "{}: {}", body, f);
+                    }
+                    Some(f) => {
+                        prop_assert!(f == "state" || f.starts_with("state.") || !f.contains('.'), "{}: {}", body, f);
+                    }
+                    None => {}
                 }
             }
         }

@@ -23,7 +23,7 @@ use super::{
     CALLER_STATUS, ECHO_BYTES, LOG_VERSION, MAX_ID_LEN, ORIGIN_STATUS, TEXT_BYTES,
 };
 use crate::actions::Action;
-use crate::json::{parse_text, short, FieldError, Fields, Nulls};
+use crate::json::{parse_first, parse_text, short, FieldError, Fields, Nulls};
 use crate::policy::{FallbackReason, ProbabilityMap, Shadow, Source};
 use crate::rollout::{Arm, Phase, Setting};
 use crate::state::State;
@@ -59,9 +59,10 @@ impl OutcomeRecord {
     /// ([`Record::from_value`]), read strictly.
     ///
     /// # Errors
-    /// A [`FieldError`] naming the field: malformed JSON, an unknown key, a missing or
-    /// invalid `decision_id` ([`valid_decision_id`]), a reward outside `[0, 1]`, a status
-    /// outside [`CALLER_STATUS`], a negative latency, or neither a reward nor a status.
+    /// A [`FieldError`] naming the field: malformed JSON, a key given twice, an unknown key,
+    /// a missing or invalid `decision_id` ([`valid_decision_id`]), a reward outside `[0, 1]`,
+    /// a status outside [`CALLER_STATUS`], a negative latency, neither a reward nor a status,
+    /// or both (`status` is named: an outcome is a reward or a status, not two answers).
     pub fn from_body(bytes: &[u8], ts: String) -> Result<OutcomeRecord, FieldError> {
         let v = parse_text(bytes)?;
         let f = Fields::of(&v, "body", Nulls::Strict)?;
@@ -94,12 +95,22 @@ fn outcome(f: &Fields<'_>, ts: String) -> Result<OutcomeRecord, FieldError> {
         "an integer 100..=599",
     )?;
     let latency_ms = f.num("latency_ms", None, "a number >= 0")?;
-    if reward.is_none() && status.is_none() {
+    match (reward, status) {
         // A latency alone says nothing of success.
-        return Err(FieldError::MissingOneOf {
-            fields: &["reward", "status"],
-        });
-    }
+        (None, None) => {
+            return Err(FieldError::MissingOneOf {
+                fields: &["reward", "status"],
+            })
+        }
+        // Two answers to one question: which one counts would be the reader's guess.
+        (Some(_), Some(_)) => {
+            return Err(FieldError::Conflict {
+                field: f.path("status"),
+                other: "reward",
+            })
+        }
+        _ => Ok(()),
+    }?;
     Ok(OutcomeRecord {
         log_version: LOG_VERSION,
         ts,
@@ -627,7 +638,7 @@ impl Reader {
             }
             Err(e) => return self.skip(SkipReason::NotJson, at, &e),
         };
-        self.walk(&value, 0, tally, at, visit);
+        self.walk(&value.value, value.twice.as_ref(), 0, tally, at, visit);
         if tally.records == 0 && tally.duplicates == 0 && tally.bad.is_empty() {
             self.skip(
                 SkipReason::NotARecord,
@@ -637,10 +648,12 @@ impl Reader {
         }
     }
 
-    /// A JSON value and the envelopes in it.
+    /// A JSON value and the envelopes in it. `twice`: the value was read from text that
+    /// names a key twice (the error saying where), so every record it holds is refused.
     fn walk(
         &mut self,
         v: &Value,
+        twice: Option<&FieldError>,
         depth: u32,
         tally: &mut Found,
         at: &str,
@@ -649,20 +662,20 @@ impl Reader {
         match v {
             Value::Array(items) => {
                 for item in items.iter().filter(|i| !i.is_array()) {
-                    self.walk(item, depth, tally, at, visit);
+                    self.walk(item, twice, depth, tally, at, visit);
                 }
             }
             Value::String(s) => {
                 // A console message: our line, possibly after a prefix.
                 if let Some(brace) = s.find('{') {
                     if let Ok(inner) = first_value(&s[brace..]) {
-                        self.walk(&inner, depth, tally, at, visit);
+                        self.walk(&inner.value, inner.twice.as_ref(), depth, tally, at, visit);
                     }
                 }
             }
             Value::Object(map) => {
                 if Record::claimed(v) {
-                    return self.record(v, tally, at, visit);
+                    return self.record(v, twice, tally, at, visit);
                 }
                 if depth >= MAX_ENVELOPE_DEPTH {
                     return;
@@ -672,7 +685,7 @@ impl Reader {
                     if let Some(Value::Array(entries)) = map.get(logs) {
                         for entry in entries {
                             if let Some(msg) = entry.get(message) {
-                                self.walk(msg, depth + 1, tally, at, visit);
+                                self.walk(msg, twice, depth + 1, tally, at, visit);
                             }
                         }
                     }
@@ -682,18 +695,18 @@ impl Reader {
                 // or a record would count twice).
                 let before = tally.seen();
                 if let Some(source) = map.get("source").filter(|s| !s.is_string()) {
-                    self.walk(source, depth + 1, tally, at, visit);
+                    self.walk(source, twice, depth + 1, tally, at, visit);
                 }
                 if tally.seen() == before {
                     if let Some(text) = map.get("$metadata").and_then(|m| m.get("message")) {
                         if text.is_string() {
-                            self.walk(text, depth + 1, tally, at, visit);
+                            self.walk(text, twice, depth + 1, tally, at, visit);
                         }
                     }
                 }
                 for inner in ["result", "events"] {
                     if let Some(inner) = map.get(inner) {
-                        self.walk(inner, depth + 1, tally, at, visit);
+                        self.walk(inner, twice, depth + 1, tally, at, visit);
                     }
                 }
             }
@@ -701,8 +714,19 @@ impl Reader {
         }
     }
 
-    fn record(&mut self, v: &Value, tally: &mut Found, at: &str, visit: &mut dyn FnMut(Record)) {
-        match Record::from_value(v) {
+    fn record(
+        &mut self,
+        v: &Value,
+        twice: Option<&FieldError>,
+        tally: &mut Found,
+        at: &str,
+        visit: &mut dyn FnMut(Record),
+    ) {
+        let read = match twice {
+            Some(e) => Err(e.clone()),
+            None => Record::from_value(v),
+        };
+        match read {
             Ok(Record::Outcome(o)) if !self.outcome_ids.insert(id_key(&o.decision_id)) => {
                 tally.duplicates += 1;
                 self.skip(
@@ -751,8 +775,27 @@ impl Found {
     }
 }
 
+/// A unit's JSON value, and whether its text names a key twice.
+struct Unit {
+    value: Value,
+    /// The refusal of text that names a key twice: the value is then serde_json's reading
+    /// (the last of each key), only to find the records it claims to hold and refuse them.
+    twice: Option<FieldError>,
+}
+
 /// The first JSON value of `s`; text after it is ignored (a log line may carry a suffix).
-fn first_value(s: &str) -> Result<Value, String> {
-    let mut de = serde_json::Deserializer::from_str(s);
-    Value::deserialize(&mut de).map_err(|e| e.to_string())
+/// Read by the one rule of every body and line ([`parse_first`]), keys given twice included.
+fn first_value(s: &str) -> Result<Unit, String> {
+    match parse_first(s) {
+        Ok(value) => Ok(Unit { value, twice: None }),
+        Err(e @ FieldError::Duplicate { .. }) => {
+            let mut de = serde_json::Deserializer::from_str(s);
+            let value = Value::deserialize(&mut de).map_err(|e| e.to_string())?;
+            Ok(Unit {
+                value,
+                twice: Some(e),
+            })
+        }
+        Err(e) => Err(e.to_string()),
+    }
 }
