@@ -56,6 +56,7 @@ pub mod route;
 pub mod signals;
 pub mod upload;
 
+use decider_core::forward::{is_refused_method, ROUTED_ALLOW};
 use decider_core::{encode, State, ENCODER_VERSION};
 use error::ApiError;
 use isolate::Isolate;
@@ -110,6 +111,11 @@ fn is_api_path(path: &str) -> bool {
 async fn route(mut req: Request, env: &Env, iso: &Isolate) -> worker::Result<Response> {
     let path = req.path();
     if !is_api_path(&path) {
+        // Refused at the edge: nothing is decided, logged or sent.
+        let method = req.inner().method();
+        if is_refused_method(&method) {
+            return http::error(&ApiError::method_not_allowed(&method, ROUTED_ALLOW));
+        }
         return apart(route::handle(req, env, iso)).await;
     }
     let method = req.method();

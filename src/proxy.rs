@@ -16,8 +16,8 @@ use crate::log;
 use crate::upload::{Sent, Upload};
 use decider_core::failover::{AttemptResult, Forwarding, Next, OriginSet};
 use decider_core::forward::{
-    forward_request_header, forward_response_header, get_or_head_declares_body, is_idempotent,
-    relayable_status, target_url,
+    forward_request_header, forward_response_header, get_or_head_declares_body, is_bodyless,
+    is_idempotent, relayable_status, target_url,
 };
 use decider_core::record::RouteOutcome;
 use decider_core::{Action, Decision};
@@ -186,7 +186,7 @@ impl Outgoing {
                 .and_then(|l| l.trim().parse::<u64>().ok()),
             _ => None,
         };
-        let bodyless = method.eq_ignore_ascii_case("GET") || method.eq_ignore_ascii_case("HEAD");
+        let bodyless = is_bodyless(&method);
         let (body, spare) = match inner.body() {
             // A GET or HEAD that declares a body is refused before this; what is left is the
             // empty stream the runtime gives a `content-length: 0` request, which its own

@@ -1,6 +1,42 @@
-//! What crosses from a client to an origin and back: the target URL, which headers are
-//! forwarded each way, which requests may carry a body or be sent twice, and which statuses
-//! can be relayed. The Worker's proxy applies these rules; nothing here does I/O.
+//! What crosses from a client to an origin and back: which methods are routed at all, the
+//! target URL, which headers are forwarded each way, which requests may carry a body or be
+//! sent twice, and which statuses can be relayed. The Worker's proxy applies these rules;
+//! nothing here does I/O.
+
+/// Methods the edge answers 405 itself, before any decision or origin: `TRACE` has the
+/// origin echo the request back, the client's cookies and authorization included (cross-site
+/// tracing), and `CONNECT` asks for a tunnel, which a proxy to fixed origins never opens.
+pub const REFUSED_METHODS: [&str; 2] = ["TRACE", "CONNECT"];
+
+/// The `Allow` header of the 405 a refused method gets: the standard methods the edge routes
+/// (an extension method such as `PURGE` is routed too).
+pub const ROUTED_ALLOW: &str = "GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH";
+
+/// Whether the edge refuses `method` ([`REFUSED_METHODS`], in any letter case).
+pub fn is_refused_method(method: &str) -> bool {
+    REFUSED_METHODS
+        .iter()
+        .any(|m| m.eq_ignore_ascii_case(method))
+}
+
+/// The methods a failover may send a second time: the idempotent methods of RFC 9110
+/// §9.2.2 that the edge routes (`TRACE` is idempotent too, but refused). The one list: the
+/// failover plan and the copy of the body kept for a retry both ask [`is_idempotent`].
+pub const IDEMPOTENT_METHODS: [&str; 5] = ["GET", "HEAD", "OPTIONS", "PUT", "DELETE"];
+
+/// Whether a method is in [`IDEMPOTENT_METHODS`] (any letter case): only these are retried
+/// on failover.
+pub fn is_idempotent(method: &str) -> bool {
+    IDEMPOTENT_METHODS
+        .iter()
+        .any(|m| m.eq_ignore_ascii_case(method))
+}
+
+/// Whether a method is sent without a body: `GET` and `HEAD` (a body declared on one is
+/// refused, [`get_or_head_declares_body`]).
+pub fn is_bodyless(method: &str) -> bool {
+    method.eq_ignore_ascii_case("GET") || method.eq_ignore_ascii_case("HEAD")
+}
 
 /// The upstream URL: the origin base followed by the request's path and query. The request
 /// never picks the host: only configured origins are ever contacted.
@@ -71,8 +107,7 @@ pub fn get_or_head_declares_body(
     content_length: Option<&str>,
     transfer_encoding: Option<&str>,
 ) -> bool {
-    let bodyless = method.eq_ignore_ascii_case("GET") || method.eq_ignore_ascii_case("HEAD");
-    bodyless
+    is_bodyless(method)
         && (transfer_encoding.is_some()
             || content_length.is_some_and(|l| l.trim().parse::<u64>() != Ok(0)))
 }
@@ -98,14 +133,6 @@ fn named_by_connection(lower_name: &str, connection: Option<&str>) -> bool {
         c.split(',')
             .any(|t| t.trim().eq_ignore_ascii_case(lower_name))
     })
-}
-
-/// Whether a method is idempotent (RFC 9110 §9.2.2): only these are retried on failover.
-pub fn is_idempotent(method: &str) -> bool {
-    matches!(
-        method.to_ascii_uppercase().as_str(),
-        "GET" | "HEAD" | "OPTIONS" | "TRACE" | "PUT" | "DELETE"
-    )
 }
 
 #[cfg(test)]
@@ -208,8 +235,28 @@ mod tests {
         for m in ["GET", "head", "OPTIONS", "PUT", "DELETE"] {
             assert!(is_idempotent(m), "{m}");
         }
-        for m in ["POST", "PATCH", "CONNECT"] {
+        // TRACE is idempotent by RFC 9110, but never routed, so never retried either.
+        for m in ["POST", "PATCH", "CONNECT", "TRACE", "PURGE"] {
             assert!(!is_idempotent(m), "{m}");
+        }
+    }
+
+    /// Regression: TRACE and CONNECT were proxied with the client's cookie and
+    /// authorization, and TRACE was retried on failover as idempotent.
+    #[test]
+    fn regression_trace_and_connect_were_proxied() {
+        for m in ["TRACE", "trace", "CONNECT", "Connect"] {
+            assert!(is_refused_method(m), "{m}");
+            assert!(!is_idempotent(m), "{m}");
+        }
+        for m in [
+            "GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "PURGE",
+        ] {
+            assert!(!is_refused_method(m), "{m}");
+        }
+        // Allow names routed methods only.
+        for m in ROUTED_ALLOW.split(", ") {
+            assert!(!is_refused_method(m), "{m}");
         }
     }
 }
