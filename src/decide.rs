@@ -6,11 +6,12 @@
 //! record to the log.
 
 use crate::clock;
+use crate::config::Config;
 use crate::error::ApiError;
 use crate::http;
 use crate::isolate::Isolate;
 use crate::log;
-use decider_core::record::Endpoint;
+use decider_core::record::{Endpoint, RoutingKey};
 use decider_core::request::{self, Decided, Remote, Request};
 use decider_core::rollout::Arm;
 use decider_core::{Gates, State};
@@ -23,8 +24,22 @@ pub struct Context {
     pub endpoint: Endpoint,
     /// The rollout arm.
     pub arm: Arm,
+    /// Whether the request had its routing key.
+    pub key: RoutingKey,
     /// The platform's request id (`cf-ray`).
     pub request_id: Option<String>,
+}
+
+/// The routing key a request's arm is bucketed by (`CANARY_KEY`: `cf-connecting-ip`, which
+/// Cloudflare sets on every request at the edge, or a configured header), and whether the
+/// request had one. A request without one (or with an empty one) gets a key drawn at random
+/// for it alone, so keyless requests spread over the buckets like everyone's rather than all
+/// sharing the bucket of one missing key; its record says `key: none`.
+pub fn routing_key(headers: &worker::Headers, cfg: &Config) -> (String, RoutingKey) {
+    match headers.get(cfg.canary_key.header()).ok().flatten() {
+        Some(k) if !k.trim().is_empty() => (k, RoutingKey::Given),
+        _ => (log::new_decision_id(), RoutingKey::None),
+    }
 }
 
 /// Writes a decision's record to the log and, when bound, a data point to Analytics Engine.
@@ -55,6 +70,7 @@ pub async fn decide(iso: &Isolate, state: &State, gates: Gates, ctx: Context) ->
         gates,
         endpoint: ctx.endpoint,
         arm: ctx.arm,
+        key: ctx.key,
         decision_id: log::new_decision_id(),
         keys: iso.keys.as_ref(),
         request_id: ctx.request_id.as_deref(),
@@ -74,11 +90,12 @@ pub async fn handle(req: &mut worker::Request, iso: &Isolate) -> Result<Response
     let bytes = http::read_json_body(req).await?;
     let state = State::from_body(&bytes, clock::utc_hour())?;
     let headers = req.headers();
-    let key = headers.get(iso.cfg.canary_key.header()).ok().flatten();
-    let arm = crate::rollout::arm(iso, key.as_deref().unwrap_or_default(), false);
+    let (key, had_key) = routing_key(headers, &iso.cfg);
+    let arm = crate::rollout::arm(iso, &key, false);
     let ctx = Context {
         endpoint: Endpoint::Decide,
         arm,
+        key: had_key,
         request_id: headers.get("cf-ray").ok().flatten(),
     };
     // Held out only when the judge switched every decision to rules.

@@ -28,12 +28,7 @@ pub async fn handle(req: Request, env: &Env, iso: &Isolate) -> worker::Result<Re
         .map_or((None, None), |cf| (cf.country(), cf.continent()));
     let region_id = cfg.regions.lookup(country.as_deref(), continent.as_deref());
     let current = signals::current(env, cfg).await;
-    let canary_key = req
-        .headers()
-        .get(cfg.canary_key.header())
-        .ok()
-        .flatten()
-        .unwrap_or_default();
+    let (canary_key, key) = decide::routing_key(req.headers(), cfg);
     let arm = crate::rollout::arm(iso, &canary_key, true);
     let holdout = arm == Arm::Holdout;
     let gates = Gates {
@@ -50,6 +45,7 @@ pub async fn handle(req: Request, env: &Env, iso: &Isolate) -> worker::Result<Re
     let ctx = Context {
         endpoint: Endpoint::Route,
         arm,
+        key,
         request_id: req.headers().get("cf-ray").ok().flatten(),
     };
     let mut decided = decide(iso, &state, gates, ctx).await;

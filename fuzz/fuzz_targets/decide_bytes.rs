@@ -9,7 +9,7 @@
 //! a line, says what the decision says, and reads back as written; the answer is its JSON.
 #![no_main]
 
-use decider_core::record::{Endpoint, Record, MAX_LINE_BYTES};
+use decider_core::record::{Endpoint, Record, RoutingKey, MAX_LINE_BYTES};
 use decider_core::request::{self, Remote, Request};
 use decider_core::rollout::Arm;
 use decider_core::{
@@ -190,6 +190,7 @@ fuzz_target!(|data: &[u8]| {
                     gates,
                     endpoint: if holdout { Endpoint::Route } else { Endpoint::Decide },
                     arm: if holdout { Arm::Holdout } else { Arm::Champion },
+                    key: if data.len() % 2 == 0 { RoutingKey::Given } else { RoutingKey::None },
                     decision_id: format!("fuzz-{}", data.len()),
                     keys: None,
                     request_id: std::str::from_utf8(data).ok(),

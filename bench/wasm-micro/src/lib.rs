@@ -10,7 +10,7 @@
 //! `bench_whole(iters) -> checksum`.
 
 use decider_core::decision_id::DecisionKeys;
-use decider_core::record::Endpoint;
+use decider_core::record::{Endpoint, RoutingKey};
 use decider_core::request::{self, Request};
 use decider_core::rollout::Arm;
 use decider_core::{Decider, Gates, Model, ModelSource, Params, RuleTable, State};
@@ -56,6 +56,7 @@ fn decide_body(decider: &Decider, keys: &DecisionKeys, body: &[u8]) -> String {
                 gates: Gates::default(),
                 endpoint: Endpoint::Decide,
                 arm: Arm::Champion,
+                key: RoutingKey::Given,
                 decision_id: "4ae12971-112e-44b1-a38b-7063b8e5186f".to_string(),
                 keys: Some(keys),
                 request_id: None,

@@ -23,7 +23,7 @@ use crate::CliError;
 use decider_core::policy::ProbabilityMap;
 use decider_core::record::{
     Attempt, DecisionRecord, Endpoint, ErrorKind, OutcomeRecord, RequestInfo, RouteOutcome,
-    LOG_VERSION,
+    RoutingKey, LOG_VERSION,
 };
 use decider_core::rollout::Arm;
 use decider_core::{Action, FallbackReason, Source, State, ENCODER_VERSION};
@@ -513,6 +513,7 @@ impl Gen {
             encoder_version: ENCODER_VERSION,
             backend: "embedded".into(),
             arm,
+            key: RoutingKey::Given,
             decision_us: 3 + self.rng.below(57),
             outcome: None,
             request: None,

@@ -16,7 +16,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use decider_core::model::tests_support::TINY_ARTIFACT;
 use decider_core::policy::{decide, Inputs};
-use decider_core::record::Endpoint;
+use decider_core::record::{Endpoint, RoutingKey};
 use decider_core::request::{self, Request};
 use decider_core::rollout::Arm;
 use decider_core::{
@@ -133,6 +133,7 @@ fn benches(c: &mut Criterion) {
                 gates: Gates::default(),
                 endpoint: Endpoint::Route,
                 arm: Arm::Champion,
+                key: RoutingKey::Given,
                 decision_id: "4ae12971-112e-44b1-a38b-7063b8e5186f".to_string(),
                 keys: None,
                 request_id: None,
@@ -154,6 +155,7 @@ fn benches(c: &mut Criterion) {
                 gates: Gates::default(),
                 endpoint: Endpoint::Decide,
                 arm: Arm::Champion,
+                key: RoutingKey::Given,
                 decision_id: "4ae12971-112e-44b1-a38b-7063b8e5186f".to_string(),
                 keys: None,
                 request_id: None,

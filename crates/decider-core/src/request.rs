@@ -10,7 +10,9 @@ use crate::decider::{draw_from_id, Decider, ModelSource};
 use crate::decision_id::{self, Claims, DecisionKeys};
 use crate::output::ModelOutcome;
 use crate::policy::{self, Decision, Gates};
-use crate::record::{clip_to, DecisionRecord, Endpoint, ECHO_BYTES, LOG_VERSION, TEXT_BYTES};
+use crate::record::{
+    clip_to, DecisionRecord, Endpoint, RoutingKey, ECHO_BYTES, LOG_VERSION, TEXT_BYTES,
+};
 use crate::rollout::Arm;
 use crate::state::State;
 use crate::time::iso_from_ms;
@@ -27,6 +29,8 @@ pub struct Request<'a> {
     pub endpoint: Endpoint,
     /// The rollout arm, whose decider decides.
     pub arm: Arm,
+    /// Whether the request had its routing key (the arm's bucket is then sticky).
+    pub key: RoutingKey,
     /// The new decision's id (`crypto.randomUUID()` in the Worker). Its last character is
     /// replaced by the tag of the arm and the deciding source
     /// ([`decision_id::tag_base`]); exploration draws from this base, so an explored
@@ -137,6 +141,7 @@ pub fn decide(decider: &Decider, req: Request<'_>, remote: Option<Remote>) -> De
         encoder_version: d.encoder_version,
         backend: req.backend.to_string(),
         arm: req.arm,
+        key: req.key,
         decision_us: d.decision_us,
         outcome: None,
         request: None,

@@ -124,6 +124,9 @@ pub struct DecisionRecord {
     pub backend: String,
     /// The rollout arm.
     pub arm: Arm,
+    /// Whether the request had a routing key (`CANARY_KEY`); written only when it had none.
+    #[serde(skip_serializing_if = "RoutingKey::is_given")]
+    pub key: RoutingKey,
     /// Time spent deciding, µs.
     pub decision_us: u64,
     /// Routed requests: what the origin did.
@@ -138,6 +141,38 @@ pub struct DecisionRecord {
     /// Internal detail of a model failure (never sent to clients).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+}
+
+/// Whether a request had the routing key its arm is bucketed by (`CANARY_KEY`: the client's
+/// `cf-connecting-ip`, which Cloudflare sets on every request at the edge, or a header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoutingKey {
+    /// The request had one: its bucket is sticky. Not written (a line without `key`).
+    #[default]
+    Given,
+    /// The request had none: its bucket was drawn at random for it alone (not one bucket
+    /// shared by every keyless request). Written `"key":"none"`.
+    None,
+}
+
+impl RoutingKey {
+    /// Wire names.
+    pub const NAMES: &'static str = "one of given, none";
+
+    /// Whether the request had a key (the record then leaves `key` out).
+    pub fn is_given(&self) -> bool {
+        *self == RoutingKey::Given
+    }
+
+    /// The value of a wire name.
+    pub fn parse_name(s: &str) -> Option<RoutingKey> {
+        match s {
+            "given" => Some(RoutingKey::Given),
+            "none" => Some(RoutingKey::None),
+            _ => None,
+        }
+    }
 }
 
 /// Where a routed request's state came from, for reading a record on its own.

@@ -19,8 +19,8 @@
 
 use super::{
     clip_to, valid_decision_id, AlarmKind, AlarmRecord, Attempt, DecisionRecord, Endpoint,
-    ErrorKind, JudgedRecord, OutcomeRecord, Record, RequestInfo, RolloutRecord, RouteOutcome, Why,
-    CALLER_STATUS, ECHO_BYTES, LOG_VERSION, MAX_ID_LEN, ORIGIN_STATUS, TEXT_BYTES,
+    ErrorKind, JudgedRecord, OutcomeRecord, Record, RequestInfo, RolloutRecord, RouteOutcome,
+    RoutingKey, Why, CALLER_STATUS, ECHO_BYTES, LOG_VERSION, MAX_ID_LEN, ORIGIN_STATUS, TEXT_BYTES,
 };
 use crate::actions::Action;
 use crate::json::{parse_first, parse_text, short, FieldError, Fields, Nulls};
@@ -339,6 +339,10 @@ fn decision(f: &Fields<'_>, ts: String) -> Result<DecisionRecord, FieldError> {
         encoder_version: encoder_version.map_or(0, |v| v as u32),
         backend: f.str("backend")?.unwrap_or_default().to_owned(),
         arm,
+        // Absent: the request had a key (lines written before the field say nothing else).
+        key: f
+            .name("key", RoutingKey::NAMES, RoutingKey::parse_name)?
+            .unwrap_or_default(),
         decision_us: decision_us.unwrap_or(0),
         outcome: f
             .object("outcome", "outcome.")?

@@ -34,6 +34,7 @@ fn decision() -> DecisionRecord {
         encoder_version: 1,
         backend: "embedded".into(),
         arm: Arm::Champion,
+        key: RoutingKey::Given,
         decision_us: 0,
         outcome: Some(RouteOutcome {
             origin: Some(Action::RouteC),
@@ -400,4 +401,28 @@ fn a_decision_reads_back_as_written_and_a_decided_state_needs_its_hour() {
     v["outcome"]["attempts"][1] = serde_json::json!("x");
     let e = Record::from_value(&v).unwrap_err();
     assert_eq!(e.field(), Some("outcome.attempts[1]"));
+}
+
+/// A request without a routing key is marked `"key":"none"`; one with a key writes nothing
+/// (lines stay as they were), and both read back as written.
+#[test]
+fn a_keyless_request_says_key_none() {
+    let mut r = decision();
+    let line = r.to_line();
+    assert!(!line.contains(r#""key""#), "{line}");
+    assert_eq!(
+        Record::from_line(&line).unwrap(),
+        Record::Decision(r.clone())
+    );
+    r.key = RoutingKey::None;
+    let line = r.to_line();
+    assert!(line.contains(r#""arm":"champion","key":"none","#), "{line}");
+    assert_eq!(
+        Record::from_line(&line).unwrap(),
+        Record::Decision(r.clone())
+    );
+    let bad = line.replace(r#""key":"none""#, r#""key":"ip""#);
+    let e = Record::from_line(&bad).unwrap_err();
+    assert_eq!((e.code(), e.field()), ("out_of_range", Some("key")));
+    assert_eq!(serde_json::to_value(RoutingKey::None).unwrap(), "none");
 }
