@@ -60,6 +60,9 @@ pub struct Config {
     /// Time to an origin's response headers once the request body is sent, ms
     /// (`ORIGIN_TIMEOUT_MS`).
     pub origin_timeout_ms: u32,
+    /// Longest wait for the next byte of an origin's response body, ms
+    /// (`ORIGIN_BODY_IDLE_MS`); then the body is cut.
+    pub origin_body_idle_ms: u32,
     /// Failover origin per action (`FAILOVER`).
     pub failover: Failover,
     /// `Retry-After` of a rejected request, seconds (`REJECT_RETRY_AFTER_S`).
@@ -113,6 +116,7 @@ impl Default for Config {
             signals_max_age_s: 60,
             origins: BTreeMap::new(),
             origin_timeout_ms: 5_000,
+            origin_body_idle_ms: 5_000,
             failover: Failover::shipped(),
             retry_after_s: 5,
             canary_percent: 100,
@@ -247,6 +251,10 @@ pub const VARS: &[Var<Config>] = &[
         "time to an origin's response headers once the request body is sent, 1..=60000 ms",
         parse: |s, c| int(s, 1, 60_000).map(|v| c.origin_timeout_ms = v),
         value: |c| json!(c.origin_timeout_ms) },
+    var! { "ORIGIN_BODY_IDLE_MS", "5000", Public,
+        "longest wait for the next byte of an origin's response body, 1..=600000 ms; then the body is cut (the client sees it cut short, the record says `outcome.error: body_idle`, a failure). The client's own reading is not timed",
+        parse: |s, c| int(s, 1, 600_000).map(|v| c.origin_body_idle_ms = v),
+        value: |c| json!(c.origin_body_idle_ms) },
     var! { "FAILOVER", "a → b → c → a", Admin,
         "failover origin per action, `{\"route_a\": \"route_b\", …}`",
         parse: |s, c| Failover::from_json(s).map(|f| c.failover = f),

@@ -89,6 +89,7 @@ pub fn report(
                 .map(|(a, b)| (a.name().to_string(), json!(b.name())))
                 .collect::<serde_json::Map<_, _>>(),
             "origin_timeout_ms": cfg.origin_timeout_ms,
+            "origin_body_idle_ms": cfg.origin_body_idle_ms,
             "canary_percent": cfg.canary_percent,
             "canary_key": cfg.canary_key.header(),
             "admin_enabled": cfg.admin_token.is_some(),

@@ -10,8 +10,8 @@
 //!   decider.
 //! - [`decide`]: the I/O around one decision (both endpoints), and `POST /v1/decide`.
 //! - [`ai`]: the Workers AI backend.
-//! - [`route`], [`proxy`], [`upload`], [`signals`]: edge routing, proxying with failover, the
-//!   request body on its way to an origin, KV signals and the admin endpoint.
+//! - [`route`], [`proxy`], [`pipe`], [`signals`]: edge routing, proxying with failover, a
+//!   body on its way between client and origin, KV signals and the admin endpoint.
 //! - [`outcome`]: `POST /v1/outcome`, outcomes reported by `/v1/decide` callers.
 //! - [`monitor`]: the scheduled origin monitor (probes, metrics, down origins).
 //! - [`rollout`]: the data plane's part of rollouts — the arm of a request, live counts
@@ -50,11 +50,11 @@ pub mod kv;
 pub mod log;
 pub mod monitor;
 pub mod outcome;
+pub mod pipe;
 pub mod proxy;
 pub mod rollout;
 pub mod route;
 pub mod signals;
-pub mod upload;
 
 use decider_core::forward::{is_refused_method, ROUTED_ALLOW};
 use decider_core::{encode, State, ENCODER_VERSION};
@@ -62,6 +62,7 @@ use error::ApiError;
 use isolate::Isolate;
 use js::apart;
 use serde_json::json;
+use std::rc::Rc;
 use worker::{event, Context, Env, Method, Request, Response, ScheduleContext, ScheduledEvent};
 
 #[event(start)]
@@ -78,7 +79,7 @@ fn start() {
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<Response> {
     let iso = isolate::get(&env);
-    let answered = route(req, &env, &iso).await;
+    let answered = route(req, &env, &iso, &ctx).await;
     rollout::after_request(&iso, &ctx);
     match answered {
         Ok(resp) => Ok(resp),
@@ -108,7 +109,12 @@ fn is_api_path(path: &str) -> bool {
 }
 
 /// Dispatches a request. `Err` is an internal failure.
-async fn route(mut req: Request, env: &Env, iso: &Isolate) -> worker::Result<Response> {
+async fn route(
+    mut req: Request,
+    env: &Env,
+    iso: &Rc<Isolate>,
+    ctx: &Context,
+) -> worker::Result<Response> {
     let path = req.path();
     if !is_api_path(&path) {
         // Refused at the edge: nothing is decided, logged or sent.
@@ -116,7 +122,7 @@ async fn route(mut req: Request, env: &Env, iso: &Isolate) -> worker::Result<Res
         if is_refused_method(&method) {
             return http::error(&ApiError::method_not_allowed(&method, ROUTED_ALLOW));
         }
-        return apart(route::handle(req, env, iso)).await;
+        return apart(route::handle(req, env, iso, ctx)).await;
     }
     let method = req.method();
     let result = match path.as_str() {

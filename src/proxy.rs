@@ -1,5 +1,6 @@
 //! Proxying a routed request to its origin: streamed bodies both ways, an upstream
-//! timeout, one failover retry for idempotent methods.
+//! timeout, one failover retry for idempotent methods, and a response body cut when the
+//! origin stalls it.
 //!
 //! Only the configured origins are ever contacted; the request contributes its path,
 //! query, method, headers and body, never the destination. Which origin is asked, when to
@@ -13,7 +14,7 @@ use crate::error::ApiError;
 use crate::http;
 use crate::js::{self, Fetched};
 use crate::log;
-use crate::upload::{Sent, Upload};
+use crate::pipe::{Ended, Moved, Origin, Pipe};
 use decider_core::failover::{AttemptResult, Forwarding, Next, OriginSet};
 use decider_core::forward::{
     forward_request_header, forward_response_header, get_or_head_declares_body, is_bodyless,
@@ -33,6 +34,9 @@ pub struct Forwarded {
     pub outcome: RouteOutcome,
     /// Runtime text of failed attempts, for the log only.
     pub detail: Option<String>,
+    /// The relayed body on its way to the client: how it ends (`Moved::Stalled`: the origin
+    /// sent nothing for `ORIGIN_BODY_IDLE_MS` and the body was cut). None without a body.
+    pub body: Option<Ended>,
 }
 
 /// Sends a routed request to the origin of `decided` as [`Forwarding`] plans it: an origin
@@ -100,10 +104,12 @@ pub async fn forward(
                 let Some(up) = answered else {
                     return Err(worker::Error::RustError("relay without an answer".into()));
                 };
+                let (response, body) = relay(&up, d, decision_id, failover, cfg)?;
                 return Ok(Forwarded {
-                    response: relay(&up, d, decision_id, failover)?,
+                    response,
                     outcome,
                     detail: detail.map(|t| log::clip(&t)),
+                    body,
                 });
             }
             Next::BadGateway { message, failover } => {
@@ -135,6 +141,7 @@ fn answer(
         response,
         outcome,
         detail: detail.map(|t| log::clip(&t)),
+        body: None,
     })
 }
 
@@ -222,7 +229,7 @@ impl Outgoing {
         timeout_ms: u32,
     ) -> (AttemptResult, Option<WsResponse>) {
         let upload = match self.body.take().or_else(|| self.spare.take()) {
-            Some(b) => match Upload::start(&b, self.length, timeout_ms) {
+            Some(b) => match Pipe::start(&b, self.length, Origin::Reads, timeout_ms) {
                 Ok(u) => Some(u),
                 Err(e) => return (AttemptResult::Failed(js::error_text(&e)), None),
             },
@@ -236,11 +243,11 @@ impl Outgoing {
         }
         // 3xx go back to the client as they are.
         init.set_redirect(RequestRedirect::Manual);
-        let sent = upload.as_ref().map(Upload::sent);
+        let sent = upload.as_ref().map(Pipe::ended);
         // `true` when the origin stalled the upload, `false` when the headers were late.
         let deadline = async move {
             if let Some(sent) = sent {
-                if sent.await == Sent::Stalled {
+                if sent.await == Moved::Stalled {
                     return true;
                 }
             }
@@ -280,8 +287,10 @@ impl Outgoing {
     }
 }
 
-/// The client response for an origin's answer: same status and body (streamed), headers
-/// without hop-by-hop ones, plus the decision headers (and `x-decision-failover`).
+/// The client response for an origin's answer: same status and body, headers without
+/// hop-by-hop ones, plus the decision headers (and `x-decision-failover`). The body streams
+/// through a [`Pipe`] that cuts it when the origin sends nothing for `ORIGIN_BODY_IDLE_MS`;
+/// the future says how it ended.
 ///
 /// # Errors
 /// JS failures building the response.
@@ -290,11 +299,12 @@ fn relay(
     d: &Decision,
     decision_id: &str,
     failover: Option<Action>,
-) -> worker::Result<worker::Response> {
+    cfg: &Config,
+) -> worker::Result<(worker::Response, Option<Ended>)> {
     let upstream = up.headers();
     let connection = upstream.get("connection").ok().flatten();
     let headers = Headers::new().map_err(js_err)?;
-    for (name, value) in worker::Headers(upstream).entries() {
+    for (name, value) in worker::Headers(upstream.clone()).entries() {
         if forward_response_header(&name, connection.as_deref()) {
             headers.append(&name, &value).map_err(js_err)?;
         }
@@ -305,11 +315,45 @@ fn relay(
             .set("x-decision-failover", f.name())
             .map_err(js_err)?;
     }
+    let pipe = match up.body() {
+        Some(body) => {
+            let length = relayed_length(&upstream);
+            if length.is_none() {
+                // The runtime frames what it sends again (chunked, or encoded anew).
+                headers.delete("content-length").map_err(js_err)?;
+            }
+            Some(
+                Pipe::start(&body, length, Origin::Writes, cfg.origin_body_idle_ms)
+                    .map_err(js_err)?,
+            )
+        }
+        None => None,
+    };
     let init = web_sys::ResponseInit::new();
     init.set_status(up.status());
     init.set_status_text(&up.status_text());
     init.set_headers(&headers);
-    let resp = WsResponse::new_with_opt_readable_stream_and_init(up.body().as_ref(), &init)
-        .map_err(js_err)?;
-    Ok(worker::Response::from(resp))
+    let body = pipe.as_ref().map(|p| p.body.clone());
+    let resp =
+        WsResponse::new_with_opt_readable_stream_and_init(body.as_ref(), &init).map_err(js_err)?;
+    Ok((worker::Response::from(resp), pipe.as_ref().map(Pipe::ended)))
+}
+
+/// The length a relayed body keeps: the origin's `content-length` when the bytes read are
+/// the bytes it counted (no `content-encoding`: the runtime hands the Worker a body decoded,
+/// and encodes it again on the way out).
+fn relayed_length(upstream: &Headers) -> Option<u64> {
+    let encoded = upstream
+        .get("content-encoding")
+        .ok()
+        .flatten()
+        .is_some_and(|e| !e.trim().eq_ignore_ascii_case("identity"));
+    if encoded || upstream.has("transfer-encoding").unwrap_or(true) {
+        return None;
+    }
+    upstream
+        .get("content-length")
+        .ok()
+        .flatten()
+        .and_then(|l| l.trim().parse::<u64>().ok())
 }

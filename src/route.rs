@@ -1,5 +1,7 @@
 //! Edge routing of every request outside `/v1/`: the state from the request and the live
-//! signals, the decision, then the request proxied to the chosen origin or rejected.
+//! signals, the decision, then the request proxied to the chosen origin or rejected. The
+//! decision's record is written once the answer's body has ended (how it ended is part of
+//! the outcome), through `ctx.waitUntil` when the body is still streaming.
 
 use crate::clock;
 use crate::decide::{self, decide, Context};
@@ -7,19 +9,26 @@ use crate::error::ApiError;
 use crate::http;
 use crate::isolate::Isolate;
 use crate::log;
+use crate::pipe::Moved;
 use crate::proxy::{self, Forwarded};
 use crate::signals;
 use decider_core::record::{Endpoint, RequestInfo, RouteOutcome};
 use decider_core::rollout::{Arm, Observation};
 use decider_core::time::hour_from_ms;
 use decider_core::{Action, Gates, State};
+use std::rc::Rc;
 use worker::{Env, Request, Response};
 
 /// Routes one request.
 ///
 /// # Errors
 /// Internal (JS) failures only; client and upstream problems are answered.
-pub async fn handle(req: Request, env: &Env, iso: &Isolate) -> worker::Result<Response> {
+pub async fn handle(
+    req: Request,
+    env: &Env,
+    iso: &Rc<Isolate>,
+    ctx: &worker::Context,
+) -> worker::Result<Response> {
     let cfg = &iso.cfg;
     let method = req.inner().method();
     let request_type = cfg.request_types.classify(&method, &req.path());
@@ -42,36 +51,36 @@ pub async fn handle(req: Request, env: &Env, iso: &Isolate) -> worker::Result<Re
         hour_from_ms(now),
         current.signals(),
     );
-    let ctx = Context {
+    let context = Context {
         endpoint: Endpoint::Route,
         arm,
         key,
         request_id: req.headers().get("cf-ray").ok().flatten(),
     };
-    let mut decided = decide(iso, &state, gates, ctx).await;
+    let mut decided = decide(iso, &state, gates, context).await;
     let d = &decided.decision;
     let forwarded = match d.action {
         Action::Reject => Forwarded {
             response: rejected(d, &decided.record.decision_id, cfg.retry_after_s)?,
             outcome: RouteOutcome::answered_by_worker(503),
             detail: None,
+            body: None,
         },
         routed => {
             let id = &decided.record.decision_id;
             proxy::forward(&req, d, id, routed, current.down, cfg).await?
         }
     };
+    let rejected = d.action == Action::Reject;
+    let Forwarded {
+        response,
+        mut outcome,
+        detail,
+        body,
+    } = forwarded;
     let record = &mut decided.record;
-    let seen = Observation {
-        reward: None,
-        status: forwarded.outcome.status,
-        latency_ms: forwarded.outcome.latency_ms,
-        rejected: d.action == Action::Reject,
-    };
-    crate::rollout::count_outcome(iso, record.arm, record.source, &seen);
-    record.outcome = Some(forwarded.outcome);
     if record.detail.is_none() {
-        record.detail = forwarded.detail;
+        record.detail = detail;
     }
     record.request = Some(RequestInfo {
         method: log::clip(&method),
@@ -80,8 +89,32 @@ pub async fn handle(req: Request, env: &Env, iso: &Isolate) -> worker::Result<Re
         signals_age_s: current.snapshot.map(|s| s.age_s(now)),
         signals_detail: if current.fresh { None } else { current.detail },
     });
-    decide::log(iso, &decided);
-    Ok(forwarded.response)
+    // The outcome is known once the body has ended: counted, then the record logged.
+    let streaming = body.is_some();
+    let iso = Rc::clone(iso);
+    let settle = async move {
+        if let Some(ended) = body {
+            if ended.await == Moved::Stalled {
+                outcome.body_went_idle();
+            }
+        }
+        let seen = Observation {
+            reward: None,
+            status: outcome.scored_status(),
+            latency_ms: outcome.latency_ms,
+            rejected,
+        };
+        let record = &mut decided.record;
+        crate::rollout::count_outcome(&iso, record.arm, record.source, &seen);
+        record.outcome = Some(outcome);
+        decide::log(&iso, &decided);
+    };
+    if !streaming {
+        settle.await;
+    } else {
+        ctx.wait_until(settle);
+    }
+    Ok(response)
 }
 
 /// 503 `rejected` with `Retry-After` and the decision headers.

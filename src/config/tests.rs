@@ -121,6 +121,7 @@ fn routing_defaults_and_overrides() {
         ("CANARY_KEY", "header:x-user"),
         ("SIGNALS_CACHE_S", "0"),
         ("ORIGIN_TIMEOUT_MS", "250"),
+        ("ORIGIN_BODY_IDLE_MS", "1500"),
         ("REJECT_RETRY_AFTER_S", "30"),
         ("ADMIN_TOKEN", "t0ken"),
         ("FAILOVER", r#"{"route_a": "route_c"}"#),
@@ -137,6 +138,7 @@ fn routing_defaults_and_overrides() {
         ),
         (25, 0, 250, 30)
     );
+    assert_eq!(c.origin_body_idle_ms, 1500);
     assert_eq!(c.failover.of(Action::RouteA), Some(Action::RouteC));
     assert_eq!(c.admin_token, Some(Secret("t0ken".into())));
     assert_eq!(format!("{:?}", c.admin_token), "Some(Secret(…))");
@@ -151,6 +153,7 @@ fn invalid_routing_vars_are_reported_in_table_order() {
         ("SIGNALS_MAX_AGE_S", "0"),
         ("ORIGIN_ROUTE_B", "127.0.0.1:9002"),
         ("ORIGIN_TIMEOUT_MS", "fast"),
+        ("ORIGIN_BODY_IDLE_MS", "0"),
         ("FAILOVER", r#"{"route_a": "reject"}"#),
         ("REJECT_RETRY_AFTER_S", "soon"),
         ("CANARY_PERCENT", "101"),
@@ -166,6 +169,7 @@ fn invalid_routing_vars_are_reported_in_table_order() {
             "SIGNALS_MAX_AGE_S",
             "ORIGIN_ROUTE_B",
             "ORIGIN_TIMEOUT_MS",
+            "ORIGIN_BODY_IDLE_MS",
             "FAILOVER",
             "REJECT_RETRY_AFTER_S",
             "CANARY_PERCENT",

@@ -477,3 +477,33 @@ fn the_rollout_verdict_judges_the_logs_own_counts_of_each_step() {
     assert_eq!(e["current"]["treatment"]["n"], 300);
     assert_eq!(e["current"]["alpha"], 0.0125);
 }
+
+/// A routed request whose origin answered 200 but whose body stalled and was cut
+/// (`outcome.error: body_idle`) is a failure, as the Worker's live counts score it; the same
+/// line without the error is a success.
+#[test]
+fn a_body_cut_short_is_a_failure_whatever_the_status() {
+    let line = |id: &str, error: Option<&str>| {
+        let mut v: Value = serde_json::from_str(&decision(
+            id,
+            0,
+            "route",
+            "champion",
+            None,
+            "route_a",
+            "m-1",
+            Some((Some(200), Some(30.0))),
+        ))
+        .unwrap();
+        v["outcome"]["error"] = json!(error);
+        v.to_string()
+    };
+    let r = report(&[line("ok", None), line("cut", Some("body_idle"))]);
+    let route = &r["by_endpoint"]["route"];
+    assert_eq!(
+        (route["n"].as_u64(), route["with_outcome"].as_u64()),
+        (Some(2), Some(2))
+    );
+    assert_eq!(route["successes"], 1.0, "{route}");
+    assert_eq!(r["skipped"]["bad_record"], 0);
+}

@@ -260,7 +260,8 @@ impl Join {
                     p.flags |= HAS_EMBEDDED;
                     // An outcome line read earlier is newer information: it stays.
                     if p.flags & HAS_LINE == 0 {
-                        p.status = o.status.unwrap_or(0);
+                        // No usable answer (an error, a body cut short): no status, a failure.
+                        p.status = o.scored_status().unwrap_or(0);
                         p.latency_ms = o.latency_ms.map_or(f32::NAN, |l| l as f32);
                     }
                 }

@@ -206,7 +206,8 @@ pub struct RouteOutcome {
     /// its failover (`failover`) without trying it. Absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub origin_down: Option<Action>,
-    /// Why the request got no usable answer, when it did not.
+    /// Why the request got no usable answer, when it did not (a body cut short included:
+    /// [`ErrorKind::BodyIdle`] with the origin's status kept).
     pub error: Option<ErrorKind>,
     /// Every origin contacted, in order.
     pub attempts: Vec<Attempt>,
@@ -224,6 +225,27 @@ impl RouteOutcome {
             origin_down: None,
             error: None,
             attempts: Vec::new(),
+        }
+    }
+
+    /// The answer's body stalled and was cut (`ORIGIN_BODY_IDLE_MS`): the outcome and the
+    /// attempt that answered say [`ErrorKind::BodyIdle`], the origin's status kept beside
+    /// it; the outcome then scores as a failure ([`RouteOutcome::scored_status`]).
+    pub fn body_went_idle(&mut self) {
+        self.error = Some(ErrorKind::BodyIdle);
+        if let Some(answered) = self.attempts.last_mut() {
+            answered.error = Some(ErrorKind::BodyIdle);
+        }
+    }
+
+    /// The status the outcome is scored by (a reward's `status`): the final status when the
+    /// request got a usable answer; none when it did not (`error` set: a timeout, a failed
+    /// connection, an answer the proxy could not relay, a body cut short), whatever status
+    /// the origin sent first. The Worker's live counts and `decider report` both read it.
+    pub fn scored_status(&self) -> Option<u16> {
+        match self.error {
+            None => self.status,
+            Some(_) => None,
         }
     }
 }
@@ -255,16 +277,20 @@ pub enum ErrorKind {
     BadUpstream,
     /// No origin is configured for the action.
     NoOrigin,
+    /// The origin's body stalled: no byte for `ORIGIN_BODY_IDLE_MS`, so the Worker cut it
+    /// (the client saw the status and a body cut short).
+    BodyIdle,
 }
 
 impl ErrorKind {
     /// All kinds, in declaration order.
-    pub const ALL: [ErrorKind; 5] = [
+    pub const ALL: [ErrorKind; 6] = [
         ErrorKind::Timeout,
         ErrorKind::Connect,
         ErrorKind::UpstreamStatus,
         ErrorKind::BadUpstream,
         ErrorKind::NoOrigin,
+        ErrorKind::BodyIdle,
     ];
 
     /// The kind of a wire name.
@@ -280,6 +306,7 @@ impl ErrorKind {
             ErrorKind::UpstreamStatus => "upstream_status",
             ErrorKind::BadUpstream => "bad_upstream",
             ErrorKind::NoOrigin => "no_origin",
+            ErrorKind::BodyIdle => "body_idle",
         }
     }
 }

@@ -37,7 +37,8 @@ const ACTION_NAMES: &str = "one of route_a, route_b, route_c, reject";
 const SOURCE_NAMES: &str = "one of model, rules, default";
 const REASON_NAMES: &str = "one of low_confidence, model_error, model_timeout, \
     model_unavailable, out_of_distribution, stale_signals, holdout";
-const ERROR_NAMES: &str = "one of timeout, connect, upstream_status, bad_upstream, no_origin";
+const ERROR_NAMES: &str =
+    "one of timeout, connect, upstream_status, bad_upstream, no_origin, body_idle";
 
 /// The events a record may be.
 pub const EVENTS: [&str; 6] = [

@@ -426,3 +426,28 @@ fn a_keyless_request_says_key_none() {
     assert_eq!((e.code(), e.field()), ("out_of_range", Some("key")));
     assert_eq!(serde_json::to_value(RoutingKey::None).unwrap(), "none");
 }
+
+/// An outcome is scored by its status only when the request got a usable answer: a body cut
+/// short keeps the origin's 200 in the record and scores as none (a failure).
+#[test]
+fn an_outcome_with_an_error_scores_no_status() {
+    let mut o = decision().outcome.unwrap();
+    assert_eq!((o.status, o.scored_status()), (Some(200), Some(200)));
+    o.body_went_idle();
+    assert_eq!((o.status, o.scored_status()), (Some(200), None));
+    assert_eq!(o.error, Some(ErrorKind::BodyIdle));
+    let answered = o.attempts.last().unwrap();
+    assert_eq!(
+        (answered.status, answered.error),
+        (Some(200), Some(ErrorKind::BodyIdle))
+    );
+    // The attempt before it keeps its own error.
+    assert_eq!(o.attempts[0].error, Some(ErrorKind::UpstreamStatus));
+    o.error = Some(ErrorKind::BadUpstream);
+    o.status = Some(103);
+    assert_eq!(o.scored_status(), None);
+    assert_eq!(
+        RouteOutcome::answered_by_worker(503).scored_status(),
+        Some(503)
+    );
+}
