@@ -106,6 +106,10 @@ function response(spec, body, method) {
  * - `{sleep: ms}`, `{end: true}` (half-close), `{destroy: true}` (reset the connection)
  * - `{pause: ms}`: stops reading the connection for ms (an origin that takes no more of
  *   the request body: once the socket buffers are full, the sender's writes wait)
+ * - `{stream: {bytes}}`: a 200 with `content-length: bytes` and that many bytes of a fixed
+ *   pattern, written 1 MiB at a time as fast as the connection takes them (waiting for
+ *   `drain`); the record's `streamed` counts the bytes handed to the socket so far and
+ *   `streamedSha256` is the body's hash once all is written
  *
  * Like Node's http server, the origin answers `Expect: 100-continue` with an interim
  * `100 Continue` at once, unless `origin.autoContinue` is false.
@@ -267,6 +271,7 @@ export async function startRawOrigin(name) {
           await new Promise((r) => setTimeout(r, step.pause));
           if (!sock.destroyed) sock.resume();
         }
+        else if (step.stream) await streamBody(sock, rec, step.stream.bytes);
         else if (step.end) sock.end();
         else if (step.destroy) sock.destroy();
         else throw new Error(`unknown step ${JSON.stringify(step)}`);
@@ -465,6 +470,22 @@ export function rawRequest(base, r) {
       out.error ??= e.code ?? e.message;
     });
   });
+}
+
+/** The `stream` step: `bytes` of a fixed pattern after a 200 head, paced by the socket. */
+async function streamBody(sock, rec, bytes) {
+  const piece = Buffer.alloc(1 << 20);
+  for (let i = 0; i < piece.length; i++) piece[i] = (i * 31 + 7) & 0xff;
+  const hash = createHash("sha256");
+  rec.streamed = 0;
+  sock.write(`HTTP/1.1 200 OK${CRLF}content-type: application/octet-stream${CRLF}content-length: ${bytes}${CRLF}x-echo-token: ${rec.token}${CRLF}${CRLF}`);
+  while (rec.streamed < bytes && !sock.destroyed) {
+    const part = piece.subarray(0, Math.min(piece.length, bytes - rec.streamed));
+    hash.update(part);
+    rec.streamed += part.length;
+    if (!sock.write(part)) await new Promise((r) => { sock.once("drain", r); sock.once("close", r); });
+  }
+  rec.streamedSha256 = hash.digest("hex");
 }
 
 function chunk(buf, size) {
