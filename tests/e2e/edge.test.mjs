@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { ROOT, readJson, startWorker } from "./helpers.mjs";
-import { rawRequest, startRawOrigin } from "./raw-origin.mjs";
+import { cleanPool, rawRequest, startRawOrigin } from "./raw-origin.mjs";
 
 const TABLE = readJson("tests/fixtures/edge_cases.json");
 const ADMIN = "edge-admin-token-2b7e41";
@@ -71,20 +71,8 @@ afterAll(async () => {
 });
 afterEach(async () => {
   await pushHealthy();
-  // A clean connection pool for the next row (as in protocol.test.mjs): an answer left on a
-  // pooled connection must not be read by another row's request.
-  for (let i = 0; i < 8; i++) {
-    for (const o of [A, B]) o.dropConnections();
-    await new Promise((r) => setTimeout(r, 30));
-    const D = token("drain");
-    const res = await rawRequest(entry, { method: "GET", target: `/drain?t=${D}`, timeoutMs: 3000 });
-    if (echoToken(res) === D && res.headers["x-decision-failover"] === undefined) break;
-  }
-  for (const o of [A, B]) {
-    o.dropConnections();
-    o.reset();
-  }
-  await new Promise((r) => setTimeout(r, 30));
+  // An answer a row left on a pooled connection must not be read by another row's request.
+  await cleanPool(entry, [A, B], () => token("drain"));
 });
 
 function echoToken(res) {

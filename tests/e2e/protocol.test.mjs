@@ -9,7 +9,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { createHash, randomBytes } from "node:crypto";
 import { readJson, rng, startWorker } from "./helpers.mjs";
-import { echoOf, rawRequest, startRawOrigin } from "./raw-origin.mjs";
+import { cleanPool, echoOf, rawRequest, startRawOrigin } from "./raw-origin.mjs";
 
 const TABLE = readJson("tests/fixtures/protocol.json");
 const ADMIN = "protocol-admin-token-5d1c9e";
@@ -60,29 +60,9 @@ afterAll(async () => {
   await w?.dispose();
   await Promise.all([A, B, C].map((o) => o?.close()));
 });
-afterEach(async () => {
-  // A clean connection pool for the next test: what one test left on a connection must not
-  // be read by the next (each test checks the Worker's handling of its own requests, so
-  // tests must not depend on their order). Closing the origins' connections is not enough
-  // when workerd has already buffered an answer nobody asked for (a pooled connection left
-  // an answer behind): the next request on that connection still reads it. So requests are
-  // sent until one gets its own answer.
-  for (const o of [A, B, C]) o.reset();
-  for (let i = 0; i < 8; i++) {
-    for (const o of [A, B, C]) o.dropConnections();
-    // workerd notices a closed idle connection within milliseconds; until then it may still
-    // pick it for the next request.
-    await new Promise((r) => setTimeout(r, 30));
-    const D = token("drain");
-    const res = await rawRequest(entry, { method: "GET", target: `/drain?t=${D}`, timeoutMs: 3000 });
-    if (echo(res)?.token === D && res.headers["x-decision-failover"] === undefined) break;
-  }
-  for (const o of [A, B, C]) {
-    o.dropConnections();
-    o.reset();
-  }
-  await new Promise((r) => setTimeout(r, 30));
-});
+// Each test checks the Worker's handling of its own requests, so tests must not depend on
+// their order: the next one starts on a clean connection pool.
+afterEach(() => cleanPool(entry, [A, B, C], () => token("drain")));
 
 /** Fills a table value: `{T}` the token, `{A}`/`{B}`/`{C}` origin URLs, `{C_HOST}`; generators. */
 function fill(v, T) {

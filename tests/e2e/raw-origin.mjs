@@ -472,6 +472,40 @@ export function rawRequest(base, r) {
   });
 }
 
+/**
+ * A clean connection pool between tests: what one test left on a pooled connection must not be
+ * read by the next. Closing the origins' connections is not enough when workerd has already
+ * buffered an answer nobody asked for (a pooled connection left an answer behind): the next
+ * request on that connection still reads it. So requests are sent through `entry` until one
+ * gets its own answer from the decided origin, with the origins' connections closed before each.
+ * @param {{hostname: string, port: string|number}} entry where the Worker listens
+ * @param {object[]} origins raw origins (startRawOrigin)
+ * @param {() => string} newToken a fresh request token
+ */
+export async function cleanPool(entry, origins, newToken) {
+  for (const o of origins) o.reset();
+  for (let i = 0; i < 8; i++) {
+    for (const o of origins) o.dropConnections();
+    // workerd notices a closed idle connection within milliseconds; until then it may still
+    // pick it for the next request.
+    await new Promise((r) => setTimeout(r, 30));
+    const D = newToken();
+    const res = await rawRequest(entry, { method: "GET", target: `/drain?t=${D}`, timeoutMs: 3000 });
+    let got = null;
+    try {
+      got = JSON.parse(res.body.toString()).token;
+    } catch {
+      // not an echo
+    }
+    if (got === D && res.headers["x-decision-failover"] === undefined) break;
+  }
+  for (const o of origins) {
+    o.dropConnections();
+    o.reset();
+  }
+  await new Promise((r) => setTimeout(r, 30));
+}
+
 /** The `stream` step: `bytes` of a fixed pattern after a 200 head, paced by the socket. */
 async function streamBody(sock, rec, bytes) {
   const piece = Buffer.alloc(1 << 20);

@@ -125,22 +125,24 @@ fn benches(c: &mut Criterion) {
     g.bench_function("serialise", |b| {
         b.iter(|| serde_json::to_string(black_box(&decisions[tick()])))
     });
+    // One request of the Worker's, a fixed id and clock.
+    let request = |state: State, endpoint: Endpoint| Request {
+        state,
+        gates: Gates::default(),
+        endpoint,
+        arm: Arm::Champion,
+        key: RoutingKey::Given,
+        decision_id: "4ae12971-112e-44b1-a38b-7063b8e5186f".to_string(),
+        keys: None,
+        request_id: None,
+        backend: "embedded",
+        now_ms: 1_796_205_600_000.0,
+        decision_us: 0,
+    };
     let lines: Vec<String> = states
         .iter()
         .map(|s| {
-            let req = Request {
-                state: *s,
-                gates: Gates::default(),
-                endpoint: Endpoint::Route,
-                arm: Arm::Champion,
-                key: RoutingKey::Given,
-                decision_id: "4ae12971-112e-44b1-a38b-7063b8e5186f".to_string(),
-                keys: None,
-                request_id: None,
-                backend: "embedded",
-                now_ms: 1_796_205_600_000.0,
-                decision_us: 0,
-            };
+            let req = request(*s, Endpoint::Route);
             request::decide(&decider, req, None).record.to_line()
         })
         .collect();
@@ -150,19 +152,7 @@ fn benches(c: &mut Criterion) {
     g.bench_function("whole", |b| {
         b.iter(|| {
             let state = State::from_body(black_box(bodies[tick()].as_bytes()), 12)?;
-            let req = Request {
-                state,
-                gates: Gates::default(),
-                endpoint: Endpoint::Decide,
-                arm: Arm::Champion,
-                key: RoutingKey::Given,
-                decision_id: "4ae12971-112e-44b1-a38b-7063b8e5186f".to_string(),
-                keys: None,
-                request_id: None,
-                backend: "embedded",
-                now_ms: 1_796_205_600_000.0,
-                decision_us: 0,
-            };
+            let req = request(state, Endpoint::Decide);
             Ok::<_, decider_core::FieldError>(request::decide(&decider, req, None).answer())
         })
     });
