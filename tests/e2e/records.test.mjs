@@ -190,6 +190,30 @@ describe("the record table (tests/fixtures/record_cases.json)", () => {
     }
   });
 
+  // The lines whose bodies the Worker refuses above (a key given twice, a reward with a status)
+  // are the lines decider report refuses, each a bad_record naming the same field.
+  test("decider report refuses the outcome lines the Worker refuses, naming the same field", () => {
+    const refused = served
+      .filter((c) => c.worker === "outcome")
+      .flatMap((c) => c.lines.map((line, i) => [line, c.expect[i]]))
+      .filter(([, want]) => ["duplicate_field", "conflicting_fields"].includes(want.code));
+    expect(refused.length).toBeGreaterThanOrEqual(4);
+    const dir = mkdtempSync(path.join(os.tmpdir(), "records-"));
+    try {
+      const file = path.join(dir, "refused.log");
+      writeFileSync(file, refused.map(([line]) => (typeof line === "string" ? line : JSON.stringify(line))).join("\n") + "\n");
+      const run = spawnSync(CLI, ["report", "--logs", file, "--json"], { encoding: "utf8" });
+      expect(run.status, run.stderr).toBe(0);
+      const r = JSON.parse(run.stdout);
+      expect(r.outcomes).toBe(0);
+      expect(r.skipped.bad_record).toBe(refused.length);
+      const samples = r.skipped_samples.join("\n");
+      for (const [, want] of refused.slice(0, 3)) expect(samples).toContain(`bad_record: ${want.code}: ${want.field}`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test("what the Worker logged for them reads back in decider report with the table's counts", async () => {
     const outcomeCases = served.filter((c) => c.worker === "outcome");
     const accepted = outcomeCases.flatMap((c) => c.expect).filter((e) => e.ok === true || e.skip).length;
