@@ -19,9 +19,10 @@
 
 mod line;
 pub mod read;
+mod reader;
 
 pub use line::{clip_to, CUT_MARK, ECHO_BYTES, MAX_LINE_BYTES, TEXT_BYTES};
-pub use read::{id_key, Found, ReadStats, Reader, SkipReason, Skipped};
+pub use reader::{id_key, Found, ReadStats, Reader, SkipReason, Skipped};
 
 use crate::actions::Action;
 use crate::policy::{FallbackReason, ProbabilityMap, Shadow, Source};
