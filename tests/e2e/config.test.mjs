@@ -2,7 +2,7 @@
 // /v1/health and replaced by safe defaults, and the Worker keeps answering. The configuration
 // faults of the fault table (tests/fixtures/faults.json) run here too.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { EXAMPLE_STATE, checkDecisionShape, faultCases, readJson, startOrigin, startWorker } from "./helpers.mjs";
+import { EXAMPLE_STATE, WHERE, checkDecisionShape, faultCases, readJson, startOrigin, startWorker } from "./helpers.mjs";
 
 const ARTIFACT = readJson("model/decision-model.json");
 const DEFAULT_RULES = readJson("rules/default.json");
@@ -167,7 +167,7 @@ describe("configuration faults (the fault table)", () => {
   const TOKEN = "faults-admin-token";
   const HEALTHY = { current_load: 0.35, recent_success_rate: 0.99, queue_depth: 4 };
   const US = { country: "US", continent: "NA" }; // shipped REGIONS: region 0, route_a with healthy signals
-  const DE = { country: "DE", continent: "EU" }; // region 5, route_b
+  const GB = WHERE.route_b; // region 4, route_b at every hour, GET or POST
   /** A case runs as `test.fails` while its bug is open. */
   const run = (c) => (c.known_bug ? test.fails : test);
   let A, B, C;
@@ -220,7 +220,7 @@ describe("configuration faults (the fault table)", () => {
       if (e.route_b_fails_over_to) {
         // route_b has no valid origin: nothing is sent there, so even a POST goes to its failover.
         [A, B, C].forEach((o) => o.reset());
-        const r = await w.fetch("/fault/config", { method: "POST", cf: DE, body: "{}", headers: { "content-type": "application/json" } });
+        const r = await w.fetch("/fault/config", { method: "POST", cf: GB, body: "{}", headers: { "content-type": "application/json" } });
         expect(r.status).toBe(200);
         expect(r.headers.get("x-decision-action")).toBe("route_b");
         expect(r.headers.get("x-decision-failover")).toBe(e.route_b_fails_over_to);

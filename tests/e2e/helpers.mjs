@@ -69,6 +69,16 @@ const NOT_AI_STUB = `export default function () { return { run: async () => ({ a
 /** The admin token of a Worker whose test does not set one. */
 export const DEFAULT_ADMIN_TOKEN = "e2e-default-admin-token-8f3a";
 
+// Shipped REGIONS: US → 0 (home cluster A), GB → 4 (B), JP → 7 (C). The state's hour is the
+// current UTC hour, so each place must decide its route at every hour ("each place decides its
+// route at every hour" in routing.test.mjs): DE (region 5) was rejected for POSTs from 12 to 15 UTC.
+export const WHERE = {
+  route_a: { country: "US", continent: "NA" },
+  route_b: { country: "GB", continent: "EU" },
+  route_c: { country: "JP", continent: "AS" },
+};
+export const REGION_OF = { US: 0, GB: 4, JP: 7 };
+
 /**
  * Starts the Worker.
  * @param {object} opts

@@ -5,17 +5,11 @@
 // origin that fails gets its defined outcome (failover, 502, or its answer relayed).
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { createHash, randomBytes } from "node:crypto";
-import { closedPort, faultCases, readBody, startOrigin, startWorker } from "./helpers.mjs";
+import { REGION_OF, WHERE, closedPort, faultCases, readBody, startOrigin, startWorker } from "./helpers.mjs";
 
 const TOKEN = "e2e-admin-token-0123456789";
 const HEALTHY = { current_load: 0.35, recent_success_rate: 0.99, queue_depth: 4 };
 const OVERLOAD = { current_load: 1.0, recent_success_rate: 0.2, queue_depth: 900 };
-// Shipped REGIONS: US → 0 (home cluster A), DE → 5 (B), JP → 7 (C).
-const WHERE = {
-  route_a: { country: "US", continent: "NA" },
-  route_b: { country: "DE", continent: "EU" },
-  route_c: { country: "JP", continent: "AS" },
-};
 const ORIGIN_TIMEOUT_MS = 400;
 
 let A, B, C, w;
@@ -160,6 +154,18 @@ describe("routing with healthy signals", () => {
     expect(line.outcome.latency_ms).toBeGreaterThanOrEqual(0);
     expect(line.state).toMatchObject({ request_type: 0, region_id: 0 });
     expect(line.request).toMatchObject({ method: "GET", country: "US" });
+  });
+
+  test("each place decides its route at every hour, for GET and POST (regression: DE POSTs 12–15 UTC)", async () => {
+    for (const [expected, cf] of Object.entries(WHERE)) {
+      for (const request_type of [0, 1]) {
+        for (let hour = 0; hour < 24; hour++) {
+          const state = { request_type, region_id: REGION_OF[cf.country], ...HEALTHY, hour };
+          const d = await (await w.decide({ state })).json();
+          expect(d.action, `${cf.country} type ${request_type} at ${hour}h`).toBe(expected);
+        }
+      }
+    }
   });
 
   test("each routed action reaches its own origin", async () => {
@@ -440,7 +446,7 @@ describe("connection failure", () => {
 const FAULT_TOKEN = "faults-admin-token";
 const FAULT_ORIGIN_TIMEOUT_MS = 300;
 const US = WHERE.route_a; // shipped REGIONS: region 0, route_a with healthy signals
-const DE = WHERE.route_b; // region 5, route_b
+const GB = WHERE.route_b; // region 4, route_b
 /** A case runs as `test.fails` while its bug is open. */
 const run = (c) => (c.known_bug ? test.fails : test);
 let ray = 0;
@@ -629,7 +635,7 @@ describe("origin faults (the fault table)", () => {
       if (e.log?.upstream_status) expect(line.outcome.attempts[0].status).toBe(e.log.upstream_status);
       // The Worker keeps serving.
       reset();
-      const after = await target.fetch("/fault/after", { cf: DE });
+      const after = await target.fetch("/fault/after", { cf: GB });
       expect(after.status).toBe(200);
       await after.arrayBuffer();
     });
