@@ -83,14 +83,20 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<Response>
     rollout::after_request(&iso, &ctx);
     match answered {
         Ok(resp) => Ok(resp),
-        Err(e) => {
-            log::event(
-                "internal_error",
-                json!({"error": log::clip(&e.to_string())}),
-            );
-            http::error(&ApiError::internal())
-        }
+        Err(e) => internal_error(&e),
     }
+}
+
+/// An internal failure: logged, answered 500 `internal`. Cold and out of line, so a first
+/// request that succeeds does not compile it.
+#[cold]
+#[inline(never)]
+fn internal_error(e: &worker::Error) -> worker::Result<Response> {
+    log::event(
+        "internal_error",
+        json!({"error": log::clip(&e.to_string())}),
+    );
+    http::error(&ApiError::internal())
 }
 
 /// Every Cron Trigger: one run of the origin monitor (`docs/monitors.md`). The rollout's

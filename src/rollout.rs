@@ -130,9 +130,15 @@ pub fn count_caller_outcome(
 /// After a response: starts a flush and a setting read when they are due, through
 /// `ctx.waitUntil`. Never awaits anything.
 pub fn after_request(iso: &Rc<Isolate>, ctx: &worker::Context) {
-    let Some(plane) = &iso.rollout else {
-        return;
-    };
+    if let Some(plane) = &iso.rollout {
+        flush_or_read(iso, plane, ctx);
+    }
+}
+
+/// [`after_request`] with the control plane bound. Kept out of line: the runtime compiles a
+/// function when it is first called, and a Worker without the binding never calls this.
+#[inline(never)]
+fn flush_or_read(iso: &Isolate, plane: &ControlPlane, ctx: &worker::Context) {
     let r = &iso.cfg.rollout;
     let now = clock::now_ms();
     let (taken, read) = LIVE.with(|l| {
