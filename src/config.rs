@@ -15,7 +15,7 @@ use decider_core::request_types::RequestTypes;
 use decider_core::rollout::{CanaryKey, SuccessRule};
 use decider_core::var;
 use decider_core::vars::{self, flag, int, Var};
-use decider_core::{Action, Explore, Params, RuleTable, Threshold, ACTIONS, DEFAULT_RULES_JSON};
+use decider_core::{Action, Explore, Params, RuleTable, Rules, Threshold, ACTIONS};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -41,8 +41,8 @@ pub struct Config {
     /// artifact's threshold applies), `DEFAULT_ACTION`, `OOD_CHECK`, `SHADOW`,
     /// `EXPLORE_PERCENT`.
     pub params: Params,
-    /// The rule table; `None` with `RULES=none`.
-    pub rules: Option<RuleTable>,
+    /// The rule table (the shipped one unless `RULES` gives one); `None` with `RULES=none`.
+    pub rules: Option<Rules>,
     /// Where the rule table came from.
     pub rules_source: RulesSource,
     /// Test endpoints under `/v1/debug/` (`DEBUG_ENDPOINTS`).
@@ -106,8 +106,8 @@ impl Default for Config {
             ai_timeout_ms: 25,
             ai_gateway: None,
             params: Params::default(),
-            // The shipped table loads (a test checks it); never crash if it did not.
-            rules: RuleTable::from_json(DEFAULT_RULES_JSON).ok(),
+            // Read when a decision first falls to rules (it loads: a test checks it).
+            rules: Some(Rules::Shipped),
             rules_source: RulesSource::Default,
             debug_endpoints: false,
             request_types: RequestTypes::shipped(),
@@ -195,10 +195,10 @@ pub const VARS: &[Var<Config>] = &[
                 return Ok(());
             }
             let table = RuleTable::from_json(s).map_err(|e| e.to_string())?;
-            (c.rules, c.rules_source) = (Some(table), RulesSource::Config);
+            (c.rules, c.rules_source) = (Some(Rules::Table(table)), RulesSource::Config);
             Ok(())
         },
-        value: |c| json!(c.rules.as_ref().map(RuleTable::version)) },
+        value: |c| json!(c.rules.as_ref().map(Rules::version)) },
     var! { "OOD_CHECK", "true", Public,
         "a state field outside the training ranges → rules (`out_of_distribution`)",
         parse: |s, c| flag(s).map(|v| c.params.ood_check = v),

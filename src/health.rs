@@ -24,7 +24,7 @@ pub fn public(iso: &Isolate) -> Value {
         "backend": iso.cfg.backend.name(),
         "model": {"loaded": loaded, "version": d.model_version()},
         "encoder_version": ENCODER_VERSION,
-        "rules": {"version": d.rules().map(|r| r.version())},
+        "rules": {"version": d.rules_version()},
         "threshold": d.threshold().0,
         "explore_percent": iso.cfg.params.explore.probability() * 100.0,
         "rollout": crate::rollout::public(iso),
@@ -69,7 +69,7 @@ pub fn report(
         "threshold": threshold,
         "threshold_source": threshold_source.name(),
         "rules": {
-            "version": d.rules().map(|r| r.version()),
+            "version": d.rules_version(),
             "source": cfg.rules_source.name(),
             "count": d.rules().map_or(0, |r| r.len()),
         },

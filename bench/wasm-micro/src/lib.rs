@@ -38,7 +38,7 @@ fn engine() -> Option<&'static Engine> {
                 .map(|s| serde_json::json!({ "state": s.to_value() }).to_string())
                 .collect();
             Some(Engine {
-                decider: Decider::new(model, Some(rules), Params::default()),
+                decider: Decider::new(model, Some(rules.into()), Params::default()),
                 bodies,
                 // As deployed: every decision id signed (DECISION_ID_KEY).
                 keys: DecisionKeys::new(b"bench-decision-id-key-0123456789abcdef", None).ok()?,

@@ -63,6 +63,10 @@ pub fn load_decider(a: &ModelArgs) -> Result<(Arc<Model>, Decider), CliError> {
         ood_check: !a.no_ood,
         ..Params::default()
     };
-    let decider = Decider::new(ModelSource::Local(Arc::clone(&model)), Some(rules), params);
+    let decider = Decider::new(
+        ModelSource::Local(Arc::clone(&model)),
+        Some(rules.into()),
+        params,
+    );
     Ok((model, decider))
 }

@@ -20,8 +20,8 @@ use decider_core::record::{Endpoint, RoutingKey};
 use decider_core::request::{self, Request};
 use decider_core::rollout::Arm;
 use decider_core::{
-    encode, Decider, Decision, Gates, Model, ModelOutcome, ModelSource, Params, RuleTable, State,
-    DEFAULT_RULES_JSON,
+    encode, Decider, Decision, Gates, Model, ModelOutcome, ModelSource, Params, RuleTable, Rules,
+    State, DEFAULT_RULES_JSON,
 };
 use serde_json::Value;
 use std::hint::black_box;
@@ -54,11 +54,11 @@ fn body(s: &State) -> String {
 fn benches(c: &mut Criterion) {
     let (text, which) = artifact();
     let model = Arc::new(Model::from_json(&text).expect("artifact loads"));
-    let rules = RuleTable::from_json(DEFAULT_RULES_JSON).expect("default rules load");
+    let rules = Rules::from(RuleTable::from_json(DEFAULT_RULES_JSON).expect("default rules load"));
     // The same decider and decision as the wasm micro-benchmark (bench/wasm-micro).
     let decider = Decider::new(
         ModelSource::Local(Arc::clone(&model)),
-        Some(rules),
+        Some(rules.clone()),
         Params::default(),
     );
     let policy = |s: &State, outcome: &ModelOutcome| {
@@ -67,7 +67,7 @@ fn benches(c: &mut Criterion) {
                 state: s,
                 outcome,
                 gates: Gates::default(),
-                rules: decider.rules(),
+                rules: Some(&rules),
                 ranges: Some(model.ranges()),
                 model_version: Some(model.version()),
             },

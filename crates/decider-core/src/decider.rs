@@ -9,7 +9,7 @@ use crate::actions::Action;
 use crate::model::Model;
 use crate::output::ModelOutcome;
 use crate::policy::{self, Decision, Gates, Inputs, PolicyConfig, Source, Threshold};
-use crate::rules::RuleTable;
+use crate::rules::{RuleTable, Rules};
 use crate::state::State;
 use std::sync::Arc;
 
@@ -156,7 +156,7 @@ pub fn draw_from_id(id: &str) -> u64 {
 #[derive(Debug, Clone)]
 pub struct Decider {
     model: ModelSource,
-    rules: Option<RuleTable>,
+    rules: Option<Rules>,
     policy: PolicyConfig,
     threshold_source: ThresholdSource,
     explore: Explore,
@@ -166,7 +166,7 @@ impl Decider {
     /// Resolves the threshold: the override, else the model's, else [`DEFAULT_THRESHOLD`].
     /// Every one of them is valid (a [`Threshold`] is checked when made, an artifact's when
     /// loaded), so this cannot fail.
-    pub fn new(model: ModelSource, rules: Option<RuleTable>, params: Params) -> Decider {
+    pub fn new(model: ModelSource, rules: Option<Rules>, params: Params) -> Decider {
         let model_threshold = match &model {
             ModelSource::Local(m) => Some(m.threshold()),
             ModelSource::Remote { threshold, .. } => *threshold,
@@ -199,7 +199,13 @@ impl Decider {
 
     /// The rule table, if any.
     pub fn rules(&self) -> Option<&RuleTable> {
-        self.rules.as_ref()
+        self.rules.as_ref().and_then(Rules::table)
+    }
+
+    /// The rule table's version, if there is a table (the shipped table's is known without
+    /// reading it).
+    pub fn rules_version(&self) -> Option<&str> {
+        self.rules.as_ref().map(Rules::version)
     }
 
     /// The checked policy configuration.
@@ -317,7 +323,6 @@ mod tests {
     use crate::model::tests_support::TINY_ARTIFACT;
     use crate::output::ModelOutput;
     use crate::policy::FallbackReason;
-    use crate::DEFAULT_RULES_JSON;
 
     fn state(region_id: u8) -> State {
         State {
@@ -332,8 +337,7 @@ mod tests {
 
     fn local(params: Params) -> Decider {
         let model = Arc::new(Model::from_json(TINY_ARTIFACT).unwrap());
-        let rules = RuleTable::from_json(DEFAULT_RULES_JSON).unwrap();
-        Decider::new(ModelSource::Local(model), Some(rules), params)
+        Decider::new(ModelSource::Local(model), Some(Rules::Shipped), params)
     }
 
     #[test]
@@ -416,10 +420,9 @@ mod tests {
 
     #[test]
     fn unavailable_model_falls_back_to_rules() {
-        let rules = RuleTable::from_json(DEFAULT_RULES_JSON).unwrap();
         let d = Decider::new(
             ModelSource::Unavailable("refused".into()),
-            Some(rules),
+            Some(Rules::Shipped),
             Params::default(),
         );
         assert!(!d.needs_remote(Gates::default()));

@@ -69,7 +69,7 @@ pub use json::FieldError;
 pub use model::{Artifact, ArtifactError, Model};
 pub use output::{ModelError, ModelOutcome, ModelOutput};
 pub use policy::{Decision, FallbackReason, Gates, PolicyConfig, Source, Threshold};
-pub use rules::{RuleError, RuleTable};
+pub use rules::{RuleError, RuleTable, Rules};
 pub use signals::Signals;
 pub use state::State;
 

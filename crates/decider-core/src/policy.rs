@@ -19,7 +19,7 @@ use crate::actions::Action;
 use crate::features::ENCODER_VERSION;
 use crate::model::{FeatureRanges, Probabilities};
 use crate::output::ModelOutcome;
-use crate::rules::RuleTable;
+use crate::rules::Rules;
 use crate::state::State;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -235,8 +235,8 @@ pub struct Inputs<'a> {
     pub outcome: &'a ModelOutcome,
     /// Edge gates.
     pub gates: Gates,
-    /// The rule table, if any.
-    pub rules: Option<&'a RuleTable>,
+    /// The rule table, if any (read only when a decision falls to rules).
+    pub rules: Option<&'a Rules>,
     /// Training ranges for the out-of-distribution check, if known.
     pub ranges: Option<&'a FeatureRanges>,
     /// Model version to report.
@@ -300,7 +300,7 @@ pub fn decide(inp: Inputs<'_>, cfg: &PolicyConfig) -> Decision {
         return d;
     }
     let stale = inp.gates.stale_signals;
-    let hit = inp.rules.and_then(|t| {
+    let hit = inp.rules.and_then(Rules::table).and_then(|t| {
         t.evaluate_with(|f| {
             let signal = matches!(f, "current_load" | "recent_success_rate" | "queue_depth");
             if stale && signal {
@@ -384,7 +384,7 @@ mod tests {
                 state: &s,
                 outcome: &outcome,
                 gates,
-                rules: Some(&r),
+                rules: Some(&Rules::from(r.clone())),
                 ranges,
                 model_version: Some("m1"),
             },

@@ -137,7 +137,7 @@ pub fn decide(decider: &Decider, req: Request<'_>, remote: Option<Remote>) -> De
         propensity: served.propensity,
         explored: served.explored,
         model_version: d.model_version.clone(),
-        rules_version: decider.rules().map(|r| r.version().to_string()),
+        rules_version: decider.rules_version().map(str::to_owned),
         encoder_version: d.encoder_version,
         backend: req.backend.to_string(),
         arm: req.arm,

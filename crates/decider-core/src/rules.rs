@@ -18,6 +18,7 @@ use crate::actions::Action;
 use crate::state::State;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 use thiserror::Error;
 
 /// Fields a rule may test, with whether they are integers (allowing `in`).
@@ -254,6 +255,57 @@ impl RuleTable {
     }
 }
 
+/// The shipped table's `version` (`rules/default.json`; a test holds the two equal), known
+/// without reading the table: every decision record names it.
+pub const SHIPPED_RULES_VERSION: &str = "default-2026-11-30";
+
+impl RuleTable {
+    /// The shipped table (`rules/default.json`), read on its first use and kept for the
+    /// process. `None` only if it were refused, which a test rules out.
+    pub fn shipped() -> Option<&'static RuleTable> {
+        static SHIPPED: OnceLock<Option<RuleTable>> = OnceLock::new();
+        SHIPPED
+            .get_or_init(|| RuleTable::from_json(crate::DEFAULT_RULES_JSON).ok())
+            .as_ref()
+    }
+}
+
+/// A decider's rule table: the shipped one, read when a decision first consults it, or one
+/// given by configuration (`RULES`), read and checked where it was given. Most decisions
+/// never consult rules, so a Worker isolate whose first requests the model decides neither
+/// reads the shipped table nor compiles its reader.
+#[derive(Debug, Clone)]
+pub enum Rules {
+    /// The shipped table ([`RuleTable::shipped`]).
+    Shipped,
+    /// A table of the configuration's.
+    Table(RuleTable),
+}
+
+impl Rules {
+    /// The table.
+    pub fn table(&self) -> Option<&RuleTable> {
+        match self {
+            Rules::Shipped => RuleTable::shipped(),
+            Rules::Table(t) => Some(t),
+        }
+    }
+
+    /// The table's version, without reading the shipped table.
+    pub fn version(&self) -> &str {
+        match self {
+            Rules::Shipped => SHIPPED_RULES_VERSION,
+            Rules::Table(t) => t.version(),
+        }
+    }
+}
+
+impl From<RuleTable> for Rules {
+    fn from(t: RuleTable) -> Rules {
+        Rules::Table(t)
+    }
+}
+
 fn check_condition(field: &str, c: &Condition) -> Result<CheckedCondition, String> {
     let Some(&(name, integer)) = FIELDS.iter().find(|(n, _)| *n == field) else {
         let known: Vec<&str> = FIELDS.iter().map(|(n, _)| *n).collect();
@@ -407,8 +459,18 @@ mod tests {
 
     #[test]
     fn shipped_default_table_is_valid() {
-        let t = RuleTable::from_json(crate::DEFAULT_RULES_JSON).unwrap();
+        let t = RuleTable::shipped().expect("the shipped table loads");
         assert!(t.len() > 3);
+        assert_eq!(
+            t.version(),
+            SHIPPED_RULES_VERSION,
+            "rules/default.json's version"
+        );
+        assert_eq!(Rules::Shipped.version(), t.version());
+        assert!(
+            std::ptr::eq(Rules::Shipped.table().unwrap(), t),
+            "read once, then kept"
+        );
         let severe = State {
             request_type: 2,
             region_id: 1,

@@ -6,9 +6,7 @@
 //! exploration) shows up here first; regenerate only on purpose:
 //! `UPDATE_GOLDEN=1 cargo test -p decider-core --test decisions`.
 
-use decider_core::{
-    Decider, Gates, Model, ModelSource, Params, RuleTable, State, DEFAULT_RULES_JSON,
-};
+use decider_core::{Decider, Gates, Model, ModelSource, Params, Rules, State};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -19,8 +17,7 @@ fn root() -> PathBuf {
 fn shipped_decider(params: Params) -> Decider {
     let text = std::fs::read_to_string(root().join("model/decision-model.json")).unwrap();
     let model = Arc::new(Model::from_json(&text).unwrap());
-    let rules = RuleTable::from_json(DEFAULT_RULES_JSON).unwrap();
-    Decider::new(ModelSource::Local(model), Some(rules), params)
+    Decider::new(ModelSource::Local(model), Some(Rules::Shipped), params)
 }
 
 fn states() -> Vec<State> {

@@ -25,7 +25,7 @@ use decider_core::policy::{decide, Inputs};
 use decider_core::rules::{Condition, Rule, RuleTableSpec};
 use decider_core::{
     encode, Action, FallbackReason, Gates, Model, ModelError, ModelOutcome, ModelOutput,
-    PolicyConfig, RuleTable, Source, State, DEFAULT_RULES_JSON, FEATURE_DIM, NUM_ACTIONS,
+    PolicyConfig, RuleTable, Rules, Source, State, DEFAULT_RULES_JSON, FEATURE_DIM, NUM_ACTIONS,
 };
 use proptest::prelude::*;
 use proptest::sample::select;
@@ -797,7 +797,7 @@ proptest! {
         with_rules in any::<bool>(),
         ranges in any_ranges(),
     ) {
-        let table = RuleTable::from_json(DEFAULT_RULES_JSON).unwrap();
+        let table = Rules::from(RuleTable::from_json(DEFAULT_RULES_JSON).unwrap());
         let cfg = PolicyConfig { threshold, default_action, ood_check, shadow };
         let gates = Gates { stale_signals, holdout };
         let d = decide(
