@@ -12,7 +12,7 @@ use decider_core::failover::Failover;
 use decider_core::monitor::Params as MonitorParams;
 use decider_core::regions::Regions;
 use decider_core::request_types::RequestTypes;
-use decider_core::rollout::{CanaryKey, SuccessRule};
+use decider_core::rollout::{CanaryKey, Statuses};
 use decider_core::var;
 use decider_core::vars::{self, flag, int, Var};
 use decider_core::{Action, Explore, Params, RuleTable, Rules, Threshold, ACTIONS};
@@ -279,13 +279,13 @@ pub const VARS: &[Var<Config>] = &[
         "share of routing keys the embedded challenger model (`model/challenger.json`) serves instead of the champion, 0..=100, taken from the canary share by the same sticky buckets; with the `ROLLOUT` binding (the control plane, `workers/rollout`) the judge sets the share instead once it has answered",
         parse: |s, c| int(s, 0, 100).map(|v| c.challenger_percent = v as u8),
         value: |c| json!(c.challenger_percent) },
+    var! { "ROLLOUT_SUCCESS", "status<500", Public,
+        "the statuses that count as a success, of a routed decision's own origin (its first attempt, whatever failover did next) and of a caller's reported status: `2xx`, `200-399`, `204`, `status<500`, `status<=399`, comma-separated, `!` to take some out (`status<500,!404`); `decider report`, `ope` and `train --logs` take the same `--success`",
+        parse: |s, c| Statuses::parse(s).map(|v| c.rollout.success.statuses = v),
+        value: |c| json!(c.rollout.success.statuses.describe()) },
     var! { "ROLLOUT_SLO_MS", "—", Public,
-        "an outcome slower than this is a failure, 1..=600000 ms; unset: status < 500 is success",
-        parse: |s, c| {
-            let slo = int(s, 1, 600_000)?;
-            c.rollout.success = SuccessRule::new(Some(f64::from(slo)), 0.0)?;
-            Ok(())
-        },
+        "an outcome slower than this is a failure, 1..=600000 ms; unset: latency does not matter",
+        parse: |s, c| int(s, 1, 600_000).map(|v| c.rollout.success.slo_ms = Some(f64::from(v))),
         value: |c| json!(c.rollout.success.slo_ms) },
     var! { "ROLLOUT_FLUSH_S", "10", Public,
         "an isolate sends its counts to the control plane (`ROLLOUT`) at least this often, 1..=3600 s",

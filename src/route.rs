@@ -98,10 +98,12 @@ pub async fn handle(
                 outcome.body_went_idle();
             }
         }
+        // The decision's own outcome (its origin's first attempt), not the request's.
+        let (status, latency_ms) = outcome.decided(decided.record.action);
         let seen = Observation {
             reward: None,
-            status: outcome.scored_status(),
-            latency_ms: outcome.latency_ms,
+            status,
+            latency_ms,
             rejected,
         };
         let record = &mut decided.record;

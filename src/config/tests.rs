@@ -344,3 +344,26 @@ fn monitor_variables() {
     assert_eq!(c.signals_url, None);
     assert_eq!(c.monitor, decider_core::monitor::Params::default());
 }
+
+#[test]
+fn rollout_success_and_slo_set_one_rule() {
+    let c = cfg(&[("ROLLOUT_SUCCESS", "2xx,3xx"), ("ROLLOUT_SLO_MS", "250")]);
+    let rule = c.rollout.success;
+    assert!(rule.statuses.contains(204) && rule.statuses.contains(399));
+    assert!(!rule.statuses.contains(404) && !rule.statuses.contains(500));
+    assert_eq!(rule.slo_ms, Some(250.0));
+    assert!(c.errors.is_empty(), "{:?}", c.errors);
+    // The order of the variables does not matter: neither resets the other.
+    let c = cfg(&[("ROLLOUT_SLO_MS", "250"), ("ROLLOUT_SUCCESS", "2xx")]);
+    assert_eq!(c.rollout.success.slo_ms, Some(250.0));
+    assert!(!c.rollout.success.statuses.contains(301));
+    // A bad spec names its term and keeps the default.
+    let c = cfg(&[("ROLLOUT_SUCCESS", "2xx,6xx")]);
+    assert_eq!(c.rollout.success.statuses, Statuses::default());
+    assert_eq!(c.errors[0].var, "ROLLOUT_SUCCESS");
+    assert!(
+        c.errors[0].message.contains("\"6xx\""),
+        "{}",
+        c.errors[0].message
+    );
+}

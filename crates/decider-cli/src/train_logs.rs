@@ -83,6 +83,7 @@ pub fn dataset(
             "from": span.as_ref().map(|s| &s.0),
             "to": span.as_ref().map(|s| &s.1),
             "reward": {
+                "statuses": rule.statuses.describe(),
                 "slo_ms": rule.slo_ms,
                 "reject_reward": rule.reject_reward,
                 "definition": rule.describe(),

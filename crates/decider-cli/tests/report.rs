@@ -5,6 +5,7 @@ use common::{arm_lines, decision, outcome};
 use decider_cli::logs::{LogReader, ReadOptions, Record};
 use decider_cli::report::join::{Join, SuccessRule};
 use decider_cli::report::{Judging, Report};
+use decider_core::rollout::Statuses;
 use serde_json::{json, Value};
 
 mod common;
@@ -22,6 +23,7 @@ fn report_with(lines: &[String], rule: SuccessRule, bucket_ms: Option<i64>) -> R
 }
 
 const NO_SLO: SuccessRule = SuccessRule {
+    statuses: Statuses::BELOW_500,
     slo_ms: None,
     reject_reward: 0.0,
 };
@@ -138,6 +140,7 @@ fn success_is_status_below_500_within_the_slo_or_the_reward() {
     );
     assert_eq!(
         rate(SuccessRule {
+            statuses: Statuses::BELOW_500,
             slo_ms: Some(250.0),
             reject_reward: 0.0
         })
@@ -146,6 +149,7 @@ fn success_is_status_below_500_within_the_slo_or_the_reward() {
     );
     assert_eq!(
         rate(SuccessRule {
+            statuses: Statuses::BELOW_500,
             slo_ms: None,
             reject_reward: 1.0
         })
@@ -153,6 +157,7 @@ fn success_is_status_below_500_within_the_slo_or_the_reward() {
         5.0
     );
     let half = rate(SuccessRule {
+        statuses: Statuses::BELOW_500,
         slo_ms: Some(250.0),
         reject_reward: 0.5,
     })
@@ -506,4 +511,57 @@ fn a_body_cut_short_is_a_failure_whatever_the_status() {
     );
     assert_eq!(route["successes"], 1.0, "{route}");
     assert_eq!(r["skipped"]["bad_record"], 0);
+}
+
+/// A routed decision is scored by its decided origin's first attempt: route_b failed with a
+/// 503 and route_c rescued the request, so the client got a 200 and the decision a 0.
+#[test]
+fn failover_rescues_the_client_not_the_decision() {
+    let attempt = |origin: &str, status: u16, error: Value, latency: f64| json!({"origin": origin, "status": status, "error": error, "latency_ms": latency});
+    let rescued = |id: &str| {
+        let mut v: Value = serde_json::from_str(&decision(
+            id, 0, "route", "champion", None, "route_b", "m-1", None,
+        ))
+        .unwrap();
+        v["outcome"] = json!({
+            "origin": "route_c", "status": 200, "latency_ms": 15.0, "failover": "route_c",
+            "error": null,
+            "attempts": [attempt("route_b", 503, json!("upstream_status"), 3.0),
+                         attempt("route_c", 200, Value::Null, 12.0)],
+        });
+        v.to_string()
+    };
+    let served = |id: &str, status: u16| {
+        let mut v: Value = serde_json::from_str(&decision(
+            id, 0, "route", "champion", None, "route_b", "m-1", None,
+        ))
+        .unwrap();
+        v["outcome"] = json!({
+            "origin": "route_b", "status": status, "latency_ms": 4.0, "failover": null,
+            "error": null, "attempts": [attempt("route_b", status, Value::Null, 4.0)],
+        });
+        v.to_string()
+    };
+    let lines = vec![
+        rescued("r1"),
+        rescued("r2"),
+        served("s1", 200),
+        served("s2", 404),
+    ];
+    let r = report_with(&lines, NO_SLO, None).to_json();
+    let b = &r["by_origin"]["route_b"];
+    assert_eq!(
+        (b["successes"].as_f64(), b["with_outcome"].as_u64()),
+        (Some(2.0), Some(4))
+    );
+    assert!(
+        r["by_origin"].get("route_c").is_none(),
+        "grouped by the decided origin: {r}"
+    );
+    assert_eq!(r["rescued_by_failover"], 2);
+    // What success is: with 2xx only, the 404 fails too.
+    let two = NO_SLO.with_statuses(Statuses::parse("2xx").unwrap());
+    let r = report_with(&lines, two, None).to_json();
+    assert_eq!(r["by_origin"]["route_b"]["successes"].as_f64(), Some(1.0));
+    assert_eq!(r["success"]["statuses"], "status in 2xx");
 }

@@ -9,6 +9,7 @@ pub mod eval;
 pub mod loadtest;
 pub mod ope;
 pub mod report;
+pub mod reward;
 pub mod rollout;
 pub mod simulate;
 pub mod train;

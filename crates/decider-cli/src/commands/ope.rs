@@ -7,9 +7,9 @@
 //! distribution is one-hot on the action `Decider::decide` returns. The estimators, their
 //! intervals and the support diagnostics are [`crate::ope`]'s.
 
+use super::reward::RewardArgs;
 use crate::from_logs::{self, FromLogs};
 use crate::ope::{self, one_hot, Estimate, OpeError, OpeOptions, OpeReport};
-use crate::report::join::SuccessRule;
 use crate::serving::{load_decider, ModelArgs};
 use crate::CliError;
 use decider_core::{Decider, Gates, State};
@@ -30,12 +30,9 @@ pub struct Args {
     /// The candidate policy.
     #[command(flatten)]
     pub model: ModelArgs,
-    /// Latency SLO in ms: a response slower than this earns 0 (when its latency is known).
-    #[arg(long, value_name = "N")]
-    pub slo_ms: Option<f64>,
-    /// Reward of a rejected request, 0..=1.
-    #[arg(long, value_name = "R", default_value_t = 0.0)]
-    pub reject_reward: f64,
+    /// What an outcome is worth.
+    #[command(flatten)]
+    pub reward: RewardArgs,
     /// Cross-fitting folds of the reward model (2..=100).
     #[arg(long, default_value_t = OpeOptions::default().folds)]
     pub folds: usize,
@@ -123,7 +120,7 @@ fn estimate(
 /// # Errors
 /// As [`run`].
 pub fn evaluate(a: &Args) -> Result<OpeOutcome, CliError> {
-    let rule = SuccessRule::new(a.slo_ms, a.reject_reward).map_err(CliError::Usage)?;
+    let rule = a.reward.rule().map_err(CliError::Usage)?;
     options(a)
         .check()
         .map_err(|e| CliError::Usage(format!("--{e}")))?;
@@ -169,7 +166,7 @@ pub fn to_json(o: &OpeOutcome) -> Value {
         "left_out": o.logs.left_out,
         "from": span.as_ref().map(|s| &s.0),
         "to": span.as_ref().map(|s| &s.1),
-        "reward": {"slo_ms": o.logs.rule.slo_ms, "reject_reward": o.logs.rule.reject_reward},
+        "reward": {"statuses": o.logs.rule.statuses.describe(), "slo_ms": o.logs.rule.slo_ms, "reject_reward": o.logs.rule.reject_reward},
         "read": {
             "files": o.logs.read.files,
             "lines": o.logs.read.lines,

@@ -1,7 +1,7 @@
 //! `decider report`: the report on decision logs ([`crate::report`]) as tables, one JSON
 //! object, or SVG charts.
 
-use crate::report::join::SuccessRule;
+use super::reward::RewardArgs;
 use crate::report::timeline::parse_duration_ms;
 use crate::report::{Judging, Report, ReportError};
 use std::path::{Path, PathBuf};
@@ -17,12 +17,9 @@ pub struct Args {
     /// Logpush workers_trace_events NDJSON, Workers Logs exports; plain or gzip; `-` is stdin.
     #[arg(long, num_args = 1.., required = true, value_name = "FILE")]
     pub logs: Vec<PathBuf>,
-    /// Latency SLO in ms: a response slower than this is a failure (when its latency is known).
-    #[arg(long, value_name = "N")]
-    pub slo_ms: Option<f64>,
-    /// Reward of a rejected request, 0..=1.
-    #[arg(long, value_name = "R", default_value_t = 0.0)]
-    pub reject_reward: f64,
+    /// What an outcome is worth.
+    #[command(flatten)]
+    pub reward: RewardArgs,
     /// Error rate of the comparisons (the control plane's `ROLLOUT_ALPHA`; a recorded rollout
     /// change is judged again at the α its statistics say), in [0.000001, 0.5].
     #[arg(long, value_name = "A", default_value_t = 0.05)]
@@ -50,7 +47,7 @@ pub struct Args {
 /// # Errors
 /// Options out of range, a log file that cannot be opened, a chart that cannot be written.
 pub fn run(a: &Args) -> anyhow::Result<()> {
-    let rule = SuccessRule::new(a.slo_ms, a.reject_reward).map_err(ReportError::Arg)?;
+    let rule = a.reward.rule().map_err(ReportError::Arg)?;
     let judging = Judging::new(a.alpha, a.max_loss).map_err(ReportError::Arg)?;
     let report = Report::from_paths(&a.logs, rule, judging, a.bucket, !a.quiet)?;
     if let Some(dir) = &a.svg_dir {

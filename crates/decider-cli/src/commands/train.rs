@@ -2,8 +2,8 @@
 //! labelled from decision logs with `--logs` ([`crate::train_logs`]); writes the artifact, its
 //! model card and its accuracy–coverage curve.
 
+use super::reward::RewardArgs;
 use crate::gbdt::{Base, GbdtParams};
-use crate::report::join::SuccessRule;
 use crate::serving::load_rules;
 use crate::train::{self, TrainOptions};
 use crate::{card, dataset, train_logs, CliError};
@@ -27,12 +27,9 @@ pub struct Args {
     /// Learn from decision logs instead (any format `decider report` reads; gzip too).
     #[arg(long, num_args = 1.., value_name = "FILE", conflicts_with = "valid")]
     pub logs: Vec<PathBuf>,
-    /// With --logs: latency SLO in ms, a slower response earns 0 (when its latency is known).
-    #[arg(long, value_name = "N", conflicts_with = "data")]
-    pub slo_ms: Option<f64>,
-    /// With --logs: reward of a rejected request, 0..=1.
-    #[arg(long, value_name = "R", conflicts_with = "data")]
-    pub reject_reward: Option<f64>,
+    /// With --logs: what an outcome is worth.
+    #[command(flatten)]
+    pub reward: RewardArgs,
     /// Output artifact (JSON). The model card (.md) and curve (.curve.svg) are written beside it.
     #[arg(long)]
     pub out: PathBuf,
@@ -91,11 +88,16 @@ pub struct Args {
 /// options out of range; an output file that cannot be written.
 pub fn run(a: &Args) -> Result<()> {
     let started = Instant::now();
+    if a.data.is_some() && a.reward.is_set() {
+        return Err(CliError::Usage(
+            "--success, --slo-ms and --reject-reward score logged outcomes: they go with --logs, not --data".into(),
+        )
+        .into());
+    }
     let data = match &a.data {
         Some(path) => dataset::read(path)?,
         None => {
-            let rule = SuccessRule::new(a.slo_ms, a.reject_reward.unwrap_or(0.0))
-                .map_err(CliError::Usage)?;
+            let rule = a.reward.rule().map_err(CliError::Usage)?;
             let (data, logs) = train_logs::dataset(&a.logs, rule, a.seed, !a.quiet)?;
             if !a.json {
                 let span = logs

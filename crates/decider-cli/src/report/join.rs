@@ -97,6 +97,7 @@ pub struct Join {
     mv_index: HashMap<String, u16>,
     last_mv: Option<(u16, String)>,
     duplicate_decisions: u64,
+    rescued: u64,
     outcome_lines: u64,
     timeline: Timeline,
     holdout: u64,
@@ -113,6 +114,9 @@ pub struct Aggregates {
     pub decisions: u64,
     /// Decision lines whose id was already seen (the first one counts).
     pub duplicate_decisions: u64,
+    /// Routed decisions whose origin failed them while failover gave the client a usable
+    /// answer: failures of the decision, successes of the request.
+    pub rescued: u64,
     /// Outcome lines read.
     pub outcome_lines: u64,
     /// Outcome lines whose decision_id never appeared as a decision (one per id).
@@ -123,7 +127,7 @@ pub struct Aggregates {
     pub by_arm: Vec<(String, GroupStats)>,
     /// By endpoint.
     pub by_endpoint: Vec<(String, GroupStats)>,
-    /// By `outcome.origin` ("(none)" without one).
+    /// By the origin the decision chose ("(none)": rejected, or answered by the Worker).
     pub by_origin: Vec<(String, GroupStats)>,
     /// By model version ("(none)" without one).
     pub by_model_version: Vec<(String, GroupStats)>,
@@ -200,6 +204,7 @@ impl Join {
             mv_index: HashMap::new(),
             last_mv: None,
             duplicate_decisions: 0,
+            rescued: 0,
             outcome_lines: 0,
             timeline: Timeline::new(bucket_ms),
             holdout: 0,
@@ -256,13 +261,26 @@ impl Join {
                 let source = SOURCES.iter().position(|s| *s == d.source).unwrap_or(0) as u8;
                 p.dims = source | (d.arm as u8) << 2 | (d.endpoint as u8) << 4;
                 if let Some(o) = &d.outcome {
-                    p.origin = o.origin.map_or(0, |a| 1 + a.index() as u8);
+                    // Grouped by the origin the decision chose, scored by that origin's first
+                    // attempt: failover rescues the client, not the decision.
+                    let routed = d.action != Action::Reject && !o.answered_by_itself();
+                    p.origin = if routed {
+                        1 + d.action.index() as u8
+                    } else {
+                        0
+                    };
                     p.flags |= HAS_EMBEDDED;
+                    let (status, latency_ms) = o.decided(d.action);
+                    if routed && status.is_none() && o.final_status().is_some() {
+                        // Counted by status alone: whatever --success says, the decided
+                        // origin gave no usable answer and another one did.
+                        self.rescued += 1;
+                    }
                     // An outcome line read earlier is newer information: it stays.
                     if p.flags & HAS_LINE == 0 {
                         // No usable answer (an error, a body cut short): no status, a failure.
-                        p.status = o.scored_status().unwrap_or(0);
-                        p.latency_ms = o.latency_ms.map_or(f32::NAN, |l| l as f32);
+                        p.status = status.unwrap_or(0);
+                        p.latency_ms = latency_ms.map_or(f32::NAN, |l| l as f32);
                     }
                 }
                 let holdout =
@@ -411,6 +429,7 @@ impl Join {
         Aggregates {
             decisions,
             duplicate_decisions: self.duplicate_decisions,
+            rescued: self.rescued,
             outcome_lines: self.outcome_lines,
             orphan_outcomes: orphans,
             by_source: keep(source, &|i| SOURCES[i].name().to_owned()),
@@ -461,6 +480,7 @@ mod tests {
         let rule = SuccessRule {
             slo_ms: Some(100.0),
             reject_reward: 0.25,
+            ..SuccessRule::default()
         };
         let p = |flags, status, latency: f32, reward: f32| Pending {
             flags,

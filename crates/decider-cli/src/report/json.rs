@@ -85,10 +85,12 @@ fn report(r: &Report) -> Value {
         "skipped_samples": r.read.samples,
         "decisions": a.decisions,
         "duplicate_decisions": a.duplicate_decisions,
+        "rescued_by_failover": a.rescued,
         "outcomes": a.outcome_lines,
         "orphan_outcomes": a.orphan_outcomes,
         "rollout_changes": a.rollouts.len(),
         "success": {
+            "statuses": r.rule.statuses.describe(),
             "slo_ms": r.rule.slo_ms,
             "reject_reward": r.rule.reject_reward,
         },

@@ -111,9 +111,17 @@ fn text(r: &Report) -> String {
         .map_or(String::new(), |v| format!(" and latency ≤ {v} ms"));
     let _ = writeln!(
         s,
-        "success: the caller's reward when an outcome line has one, else status < 500{slo}; a rejected request scores {}",
+        "success: the caller's reward when an outcome line has one, else {}{slo} at the decided origin's first attempt; a rejected request scores {}",
+        r.rule.statuses.describe(),
         r.rule.reject_reward
     );
+    if a.rescued > 0 {
+        let _ = writeln!(
+            s,
+            "failover: {} decision(s) failed at their origin and were rescued by another (failures of the decision, answers for the client)",
+            thousands(a.rescued)
+        );
+    }
     let _ = writeln!(
         s,
         "intervals: Wilson for 0/1 outcomes; * = normal interval on the mean (fractional rewards)"

@@ -239,15 +239,34 @@ impl RouteOutcome {
         }
     }
 
-    /// The status the outcome is scored by (a reward's `status`): the final status when the
-    /// request got a usable answer; none when it did not (`error` set: a timeout, a failed
-    /// connection, an answer the proxy could not relay, a body cut short), whatever status
-    /// the origin sent first. The Worker's live counts and `decider report` both read it.
-    pub fn scored_status(&self) -> Option<u16> {
+    /// The request's final outcome: the final status when the client got a usable answer;
+    /// none when it did not (`error` set: a timeout, a failed connection, an answer the proxy
+    /// could not relay, a body cut short), whatever status an origin sent first.
+    pub fn final_status(&self) -> Option<u16> {
         match self.error {
             None => self.status,
             Some(_) => None,
         }
+    }
+
+    /// The decision's own outcome, `(status, latency_ms)`, which its reward is scored by:
+    /// the first attempt at the `decided` origin. Its status is none — a failure — when that
+    /// attempt gave no usable answer (an error, a body cut short), and so is the outcome
+    /// when the decided origin was never asked (marked down, or no origin configured) while
+    /// another was: failover rescues the client, not the decision. A request the Worker
+    /// answered itself, asking no origin (a refused body), keeps the Worker's status.
+    pub fn decided(&self, decided: Action) -> (Option<u16>, Option<f64>) {
+        match self.attempts.iter().find(|a| a.origin == decided) {
+            Some(a) => (a.status.filter(|_| a.error.is_none()), a.latency_ms),
+            None if self.answered_by_itself() => (self.status, self.latency_ms),
+            None => (None, None),
+        }
+    }
+
+    /// Whether the Worker answered without planning any origin (a rejected request, a refused
+    /// body): no attempt, no error, no origin marked down.
+    pub fn answered_by_itself(&self) -> bool {
+        self.attempts.is_empty() && self.error.is_none() && self.origin_down.is_none()
     }
 }
 

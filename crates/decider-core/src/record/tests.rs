@@ -427,14 +427,14 @@ fn a_keyless_request_says_key_none() {
     assert_eq!(serde_json::to_value(RoutingKey::None).unwrap(), "none");
 }
 
-/// An outcome is scored by its status only when the request got a usable answer: a body cut
-/// short keeps the origin's 200 in the record and scores as none (a failure).
+/// A request's final outcome has a status only when the client got a usable answer: a body
+/// cut short keeps the origin's 200 in the record and counts as none (a failure).
 #[test]
 fn an_outcome_with_an_error_scores_no_status() {
     let mut o = decision().outcome.unwrap();
-    assert_eq!((o.status, o.scored_status()), (Some(200), Some(200)));
+    assert_eq!((o.status, o.final_status()), (Some(200), Some(200)));
     o.body_went_idle();
-    assert_eq!((o.status, o.scored_status()), (Some(200), None));
+    assert_eq!((o.status, o.final_status()), (Some(200), None));
     assert_eq!(o.error, Some(ErrorKind::BodyIdle));
     let answered = o.attempts.last().unwrap();
     assert_eq!(
@@ -445,9 +445,48 @@ fn an_outcome_with_an_error_scores_no_status() {
     assert_eq!(o.attempts[0].error, Some(ErrorKind::UpstreamStatus));
     o.error = Some(ErrorKind::BadUpstream);
     o.status = Some(103);
-    assert_eq!(o.scored_status(), None);
+    assert_eq!(o.final_status(), None);
     assert_eq!(
-        RouteOutcome::answered_by_worker(503).scored_status(),
+        RouteOutcome::answered_by_worker(503).final_status(),
         Some(503)
     );
+}
+
+/// A decision is scored by its decided origin's first attempt: the fixture's route_b answered
+/// 503 and route_c rescued the request with a 200, so the client succeeded and the decision
+/// failed.
+#[test]
+fn a_decision_is_scored_by_its_origins_first_attempt() {
+    let d = decision();
+    let mut o = d.outcome.unwrap();
+    assert_eq!(d.action, Action::RouteB);
+    assert_eq!(o.final_status(), Some(200));
+    assert_eq!(o.decided(Action::RouteB), (None, Some(3.0)));
+    // Had route_c been decided, its own answer would count.
+    assert_eq!(o.decided(Action::RouteC).0, Some(200));
+    // The decided origin never asked (marked down, or no origin) while another was: failure.
+    assert_eq!(o.decided(Action::RouteA), (None, None));
+    // Only the first attempt at the decided origin counts.
+    o.attempts.push(Attempt {
+        origin: Action::RouteB,
+        status: Some(200),
+        error: None,
+        latency_ms: Some(1.0),
+    });
+    assert_eq!(o.decided(Action::RouteB).0, None);
+    // An origin that answered in one attempt: its status, its latency.
+    o.attempts.truncate(0);
+    o.attempts.push(Attempt {
+        origin: Action::RouteB,
+        status: Some(404),
+        error: None,
+        latency_ms: Some(7.0),
+    });
+    assert_eq!(o.decided(Action::RouteB), (Some(404), Some(7.0)));
+    // Its body cut short: a failure.
+    o.body_went_idle();
+    assert_eq!(o.decided(Action::RouteB), (None, Some(7.0)));
+    // The Worker answered by itself (a refused body): its own status.
+    let w = RouteOutcome::answered_by_worker(400);
+    assert_eq!(w.decided(Action::RouteB), (Some(400), Some(0.0)));
 }

@@ -3,9 +3,16 @@
 //! offline reports score the same outcome the same way.
 //!
 //! A reward is in `[0, 1]`: a caller's own reward when it reported one; else, for a
-//! rejected request, the configured reject reward; else success 1 when the status is below
-//! 500 and (with an SLO, when the latency is known) the latency is within the SLO, and 0
-//! otherwise — a request without a status got no usable answer and is a failure.
+//! rejected request, the configured reject reward; else success 1 when the status is one
+//! that succeeds ([`Statuses`]: below 500 unless `ROLLOUT_SUCCESS` / `--success` say
+//! otherwise) and (with an SLO, when the latency is known) the latency is within the SLO,
+//! and 0 otherwise — a request without a status got no usable answer and is a failure.
+//!
+//! A routed decision's status and latency are its decided origin's first attempt
+//! ([`crate::record::RouteOutcome::decided`]), not the request's final answer: failover
+//! rescues the client, not the decision.
+
+use super::statuses::Statuses;
 
 /// What is known of one decision's outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -23,6 +30,8 @@ pub struct Observation {
 /// How a decision's reward is defined.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SuccessRule {
+    /// The statuses that succeed (`ROLLOUT_SUCCESS`, `--success`).
+    pub statuses: Statuses,
     /// Latency limit: a response slower than this is a failure (when latency is known).
     pub slo_ms: Option<f64>,
     /// Reward of a rejected request (it is neither a served success nor an origin failure).
@@ -30,9 +39,10 @@ pub struct SuccessRule {
 }
 
 impl Default for SuccessRule {
-    /// No SLO; a rejected request pays 0.
+    /// Status < 500 succeeds; no SLO; a rejected request pays 0.
     fn default() -> SuccessRule {
         SuccessRule {
+            statuses: Statuses::default(),
             slo_ms: None,
             reject_reward: 0.0,
         }
@@ -61,9 +71,15 @@ impl SuccessRule {
             ));
         }
         Ok(SuccessRule {
+            statuses: Statuses::default(),
             slo_ms,
             reject_reward,
         })
+    }
+
+    /// The rule with these statuses succeeding.
+    pub fn with_statuses(self, statuses: Statuses) -> SuccessRule {
+        SuccessRule { statuses, ..self }
     }
 
     /// The definition in words, for reports, model cards and training records.
@@ -73,8 +89,9 @@ impl SuccessRule {
             None => String::new(),
         };
         format!(
-            "an outcome line's reward when it has one; else 1 when status < 500{latency}, \
-             else 0; a rejected request pays {}",
+            "an outcome line's reward when it has one; else 1 when {}{latency}, else 0; a \
+             rejected request pays {}",
+            self.statuses.describe(),
             self.reject_reward
         )
     }
@@ -82,8 +99,8 @@ impl SuccessRule {
     /// The reward of one outcome, in `[0, 1]`.
     ///
     /// A caller's reward is taken as it is (clamped into `[0, 1]`; a NaN counts as none);
-    /// then a rejected request pays `reject_reward`; then success is a status in
-    /// `1..500` with the latency, when both the SLO and the latency are known, at most the
+    /// then a rejected request pays `reject_reward`; then success is a status of
+    /// `statuses` with the latency, when both the SLO and the latency are known, at most the
     /// SLO.
     pub fn reward(&self, o: &Observation) -> f64 {
         if let Some(r) = o.reward.filter(|r| !r.is_nan()) {
@@ -96,7 +113,7 @@ impl SuccessRule {
             (Some(slo), Some(latency)) => latency <= slo,
             _ => true,
         };
-        let served = matches!(o.status, Some(s) if s != 0 && s < 500);
+        let served = matches!(o.status, Some(s) if self.statuses.contains(s));
         if served && in_slo {
             1.0
         } else {
@@ -132,6 +149,7 @@ mod tests {
         let rule = SuccessRule {
             slo_ms: Some(100.0),
             reject_reward: 0.25,
+            ..SuccessRule::default()
         };
         let o = |reward, status, latency_ms, rejected| Observation {
             reward,
@@ -164,6 +182,13 @@ mod tests {
         let no_slo = SuccessRule::default();
         assert_eq!(no_slo.reward(&o(None, Some(200), Some(1e9), false)), 1.0);
         assert_eq!(no_slo.reward(&o(None, Some(200), None, true)), 0.0);
+        // ROLLOUT_SUCCESS=2xx: a 404 fails, a caller's reward still wins.
+        let two = rule.with_statuses(Statuses::parse("2xx").unwrap());
+        assert_eq!(two.reward(&o(None, Some(404), Some(20.0), false)), 0.0);
+        assert_eq!(two.reward(&o(None, Some(204), Some(20.0), false)), 1.0);
+        assert_eq!(two.reward(&o(None, Some(204), Some(200.0), false)), 0.0);
+        assert_eq!(two.reward(&o(Some(0.4), Some(404), None, false)), 0.4);
+        assert_eq!(two.reward(&o(None, Some(404), None, true)), 0.25);
     }
 
     #[test]
@@ -173,5 +198,9 @@ mod tests {
             r.describe(),
             "an outcome line's reward when it has one; else 1 when status < 500 and latency <= 250 ms (when known), else 0; a rejected request pays 0.5"
         );
+        let r = r.with_statuses(Statuses::parse("2xx,3xx").unwrap());
+        assert!(r
+            .describe()
+            .contains("else 1 when status in 200-399 and latency"));
     }
 }
