@@ -431,6 +431,82 @@ describe("automatic rollout (the control plane, a Worker of its own)", () => {
     expect(verdict.evidence.agrees_with_records).toBe(true);
   }, 120_000);
 
+  test("failover rescues the client, not the decision: a failing origin's challenger is rolled back as fast with failover on as off", async () => {
+    // GB with the model deciding everything (threshold 0, no OOD check): the champion routes to
+    // B, the challenger to A, at every hour. A fails one request in three with a 503; B never.
+    const [A, B] = await Promise.all([startOrigin("A"), startOrigin("B")]);
+    try {
+      let n = 0;
+      A.behave = (req, res) => {
+        req.resume();
+        req.on("end", () => {
+          if (++n % 3 === 0) {
+            res.writeHead(503, { "content-type": "text/plain" });
+            res.end("A is failing");
+          } else {
+            res.writeHead(200, { "content-type": "application/json" });
+            res.end(JSON.stringify({ origin: "A" }));
+          }
+        });
+      };
+      const GB = { country: "GB", continent: "EU" };
+      const plane = { vars: { ...PLANE.vars, ROLLOUT_STEPS: "50,100" } };
+      const looks = {};
+      const clients = {};
+      for (const [name, failover] of [["on", "{\"route_a\": \"route_b\"}"], ["off", "{}"]]) {
+        const w = await worker({
+          ...FAST, ORIGIN_ROUTE_A: A.url, ORIGIN_ROUTE_B: B.url, FAILOVER: failover,
+          CONFIDENCE_THRESHOLD: "0", OOD_CHECK: "false",
+        }, CHALLENGER_BUILD, [], plane);
+        clients[name] = {};
+        let look = 0;
+        let rolledBack = false;
+        for (; look < 12; look++) {
+          for (let i = 0; i < 60; i++) {
+            const res = await w.fetch("/page", { cf: GB, headers: { "x-user": `${name}-${look}-${i}` } });
+            await res.arrayBuffer();
+            clients[name][res.status] = (clients[name][res.status] ?? 0) + 1;
+          }
+          await settle(w);
+          expect(await w.judge()).toBe("ok");
+          const h = await (await w.health()).json();
+          if (h.rollout.phase !== "ramping") {
+            expect(h.rollout).toMatchObject({ phase: "rolled_back", setting: 0 });
+            rolledBack = true;
+            break;
+          }
+        }
+        expect(rolledBack, `failover ${name}: still ramping after 12 looks`).toBe(true);
+        looks[name] = look + 1;
+        if (name === "on") {
+          // A rescued request: the client got B's 200, the record keeps both attempts.
+          const rescued = w.logs.find((l) => l.event === "decision" && l.action === "route_a" && l.outcome?.attempts?.length === 2);
+          expect(rescued.outcome).toMatchObject({ status: 200, origin: "route_b", failover: "route_b" });
+          expect(rescued.outcome.attempts).toEqual([
+            expect.objectContaining({ origin: "route_a", status: 503, error: "upstream_status" }),
+            expect.objectContaining({ origin: "route_b", status: 200 }),
+          ]);
+          // decider report scores the decided origin's first attempt: route_a fails a third.
+          const r = report(w);
+          expect(r.rescued_by_failover).toBeGreaterThan(0);
+          const a = r.by_origin.route_a;
+          expect(a.success_rate).toBeGreaterThan(0.5);
+          expect(a.success_rate).toBeLessThan(0.85);
+          expect(r.by_origin.route_b.success_rate).toBe(1);
+        }
+      }
+      console.log(`failover on: rolled back after ${looks.on} looks of 60 requests, clients ${JSON.stringify(clients.on)}; off: ${looks.off} looks, clients ${JSON.stringify(clients.off)}`);
+      // Both rolled back, within one look of each other (a window still open at a look moves
+      // the verdict by one look either way); before, failover on took 10 looks against 3.
+      expect(Math.abs(looks.on - looks.off)).toBeLessThanOrEqual(1);
+      expect(Object.keys(clients.on)).toEqual(["200"]);
+      expect(clients.off["200"]).toBeGreaterThan(0);
+      expect(Object.keys(clients.off).length).toBeGreaterThan(1);
+    } finally {
+      await Promise.all([A.close(), B.close()]);
+    }
+  }, 240_000);
+
   test("with ROLLOUT_AUTO=false the judge only reports, and CHALLENGER_PERCENT applies", async () => {
     const w = await worker({ ...FAST, CHALLENGER_PERCENT: "50" }, CHALLENGER_BUILD, [], { vars: { ...PLANE.vars, ROLLOUT_AUTO: "false" } });
     await drive(w, ["route_a"], 1);
