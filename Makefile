@@ -254,8 +254,9 @@ soak: setup build
 # scenario A (champion/challenger + rules holdout, read by `decider report`), scenario B
 # (explore, `decider train --logs`, `decider ope`, serve the candidate) and scenario C (the
 # rollout judge on cron runs: a better challenger ramped, a worse one rolled back, A/A over 20
-# seeds). Writes lab/results/ and docs/reports/LAB.md; fails when a must-show fails. About 13
-# minutes (LAB_ONLY=a, b or c runs one); not part of `make test`.
+# seeds), scenario D (minimum step, bake, operator verbs, webhooks) and scenario E (a failing
+# origin's challenger with failover on and off). Writes lab/results/ and docs/reports/LAB.md;
+# fails when a must-show fails. LAB_ONLY=a, b, c, d or e runs one; not part of `make test`.
 .PHONY: lab
 lab: setup build cli
 	node lab/run.mjs

@@ -129,8 +129,9 @@ export function intendedState(req, signals) {
  * the end-to-end tests' `startWorker` takes it).
  */
 export async function startLab({ seed, script, vars = {}, extra = {}, rollout = false }) {
-  // `fail(request, action)`, when a scenario sets it: that request fails at that origin.
-  const shared = { signals: null, byId: new Map(), fail: null };
+  // `fail(request, action)`, when a scenario sets it: that request fails at that origin, with
+  // `failStatus` (500 by default; 502–504 make the Worker fail over).
+  const shared = { signals: null, byId: new Map(), fail: null, failStatus: 500 };
   const origins = [];
   for (const [i, action] of ROUTES.entries()) {
     const o = await startOrigin("ABC"[i]);
@@ -146,12 +147,14 @@ export async function startLab({ seed, script, vars = {}, extra = {}, rollout = 
         }
         const state = intendedState(lab, shared.signals);
         // A scenario may make an origin fail some requests on purpose (`shared.fail`).
-        const ok = !shared.fail?.(lab, action) && succeeds(seed, lab.id, state, action);
+        const failed = shared.fail?.(lab, action) ?? false;
+        const ok = !failed && succeeds(seed, lab.id, state, action);
         if (ok) o.counts.successes++;
+        const status = ok ? 200 : failed ? shared.failStatus : 500;
         lab.origin = action;
-        lab.originStatus = ok ? 200 : 500;
+        lab.originStatus = status;
         setTimeout(() => {
-          res.writeHead(ok ? 200 : 500, { "content-type": "application/json" });
+          res.writeHead(status, { "content-type": "application/json" });
           res.end(JSON.stringify({ origin: action, ok }));
         }, latencyMs(state, action, hash01(`${seed}:latency:${lab.id}`)));
       });

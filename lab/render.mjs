@@ -243,11 +243,37 @@ Must show:
 ${d.must_show.map(mark).join("\n")}`;
 }
 
+function sectionE(e) {
+  if (!e) return "Scenario E has not run yet (`LAB_ONLY=e node lab/run.mjs`).";
+  const row = (r) => `| ${r.failover ? "on" : "off"} | ${r.requests} | ${r.looks.length} | ${r.final?.phase} at ${r.final?.setting}% | ${f(r.final?.challenger, 3)} | ${f(r.final?.champion, 3)} | ${f(r.report.by_origin.route_b?.success_rate, 3)} | ${r.report.rescued_by_failover} | ${Object.entries(r.clients).map(([k, v]) => `${k}: ${v}`).join(", ")} |`;
+  return `Run: ${e.seconds} s. The champion is the shipped model; the challenger was trained on the
+simulator's data with every routed label set to route_b, so it sends nearly everything there.
+On top of the ground truth, route_b's origin fails ${pct(e.fail_share)} of its requests with a 503, which the
+Worker fails over for idempotent methods (a POST, a quarter of the traffic, is not resent: its
+client gets a 502). The same rollout (the
+default steps, a look every ${e.on.chunk} requests) runs on a fresh pair of Workers with failover on
+(the shipped a → b → c → a map) and off (\`FAILOVER={}\`). A decision's reward is its decided
+origin's first attempt; 10% of model decisions explore (\`EXPLORE_PERCENT=10\`).
+
+| failover | requests | looks | end | challenger mean | champion mean | route_b success (\`decider report\`) | rescued_by_failover | client statuses |
+|---|---|---|---|---|---|---|---|---|
+${row(e.on)}
+${row(e.off)}
+
+A policy \`decider train --logs\` learned from the failover-on log sends ${pct(e.learned.learned)} of the ${e.learned.states}
+logged states to route_b (the champion ${pct(e.learned.champion)}, the challenger ${pct(e.learned.challenger)}).
+
+Must show:
+
+${e.must_show.map(mark).join("\n")}`;
+}
+
 export function render() {
   const a = load("scenario-a.json");
   const b = load("scenario-b.json");
   const c = load("scenario-c.json");
   const d = load("scenario-d.json");
+  const e = load("scenario-e.json");
   const md = `# The traffic lab
 
 \`make lab\` runs the built Worker in workerd (Miniflare, as the end-to-end tests do) against
@@ -271,8 +297,8 @@ stream).
 Request types come from the path and method (the shipped \`REQUEST_TYPES\`) in the simulator's
 daytime mix, regions from \`cf.country\` (one country per region), the hour is the UTC hour of
 the run. Every request has its own routing key (\`CANARY_KEY=header:x-lab-user\`), so arms are
-assigned independently of the state. \`FAILOVER={}\`: a failed origin is not retried, so each
-request's outcome is the one origin's answer. Success in \`decider report\` is the status
+assigned independently of the state. \`FAILOVER={}\` (but in scenario E's "on" run): a failed
+origin is not retried, so each request's outcome is the one origin's answer. Success in \`decider report\` is the status
 (below 500), a rejected request counts as a failure; no latency SLO.
 
 ## Scenario A: champion, challenger and holdout
@@ -290,6 +316,10 @@ ${sectionC(c, a)}
 ## Scenario D: the rollout as an operator runs it
 
 ${sectionD(d)}
+
+## Scenario E: failover rescues the client, not the decision
+
+${sectionE(e)}
 `;
   writeFileSync(path.join(LAB, "..", "docs", "reports", "LAB.md"), md);
 }

@@ -1,10 +1,11 @@
-// `make lab`: scenarios A, B, C and D, then docs/reports/LAB.md. Exits 1 when a must-show fails.
-// LAB_ONLY=a, b, c or d runs one scenario (docs/reports/LAB.md keeps the others' last results).
+// `make lab`: scenarios A to E, then docs/reports/LAB.md. Exits 1 when a must-show fails.
+// LAB_ONLY=a, b, c, d or e runs one scenario (docs/reports/LAB.md keeps the others' last results).
 import { render } from "./render.mjs";
 import { scenarioA } from "./scenario-a.mjs";
 import { scenarioB } from "./scenario-b.mjs";
 import { scenarioC } from "./scenario-c.mjs";
 import { scenarioD } from "./scenario-d.mjs";
+import { scenarioE } from "./scenario-e.mjs";
 
 const only = process.env.LAB_ONLY ?? "";
 const results = [];
@@ -12,6 +13,7 @@ if (only === "" || only === "a") results.push(await scenarioA());
 if (only === "" || only === "b") results.push(await scenarioB());
 if (only === "" || only === "c") results.push(await scenarioC());
 if (only === "" || only === "d") results.push(await scenarioD());
+if (only === "" || only === "e") results.push(await scenarioE());
 render();
 let failed = 0;
 for (const r of results) {
