@@ -231,7 +231,7 @@ impl RouteOutcome {
 
     /// The answer's body stalled and was cut (`ORIGIN_BODY_IDLE_MS`): the outcome and the
     /// attempt that answered say [`ErrorKind::BodyIdle`], the origin's status kept beside
-    /// it; the outcome then scores as a failure ([`RouteOutcome::scored_status`]).
+    /// it; the outcome then scores as a failure ([`RouteOutcome::decided`]).
     pub fn body_went_idle(&mut self) {
         self.error = Some(ErrorKind::BodyIdle);
         if let Some(answered) = self.attempts.last_mut() {
