@@ -4,9 +4,15 @@ comparison must give them, computed here by an implementation of its own (Python
 not the Rust code), so that the table is an oracle for both judges that read it: the
 control plane's (`decider_rollout::step`) and `decider report`'s.
 
-The comparison (crates/decider-rollout/src/sequential.rs): each arm's Beta(1/2, 1/2)-mixture
-confidence sequence at level alpha/2, the difference bounded by the two, Better when its
-lower end is above 0, Worse when its upper end is below -max_loss.
+The comparison (crates/decider-rollout/src/sequential.rs). Without a known allocation (no
+"share" in a case): each arm's Beta(1/2, 1/2)-mixture confidence sequence at level alpha/2,
+the difference bounded by the two, Better when its lower end is above 0, Worse when its upper
+end is below -max_loss. With one (a case's "share": the treatment's percent of the traffic,
+the rest the baseline's): the two-sample e-process of crates/decider-rollout/src/evidence.rs,
+Better when its "better" e-value reaches 2/alpha, Worse when its "worse" one does (and, with
+max_loss > 0, the sequences' upper end is below -max_loss). Such a case also carries
+"union_verdict", what the sequences alone say (decider report judges a champion and a
+challenger outside a rollout, whose allocation the log does not hold, that way).
 
     python3 scripts/gen-judge-cases.py > tests/fixtures/judge_cases.json
 """
@@ -62,6 +68,59 @@ def verdict(t, b, alpha, max_loss):
     return "undecided", margin
 
 
+# The two-sample e-process's prior: 40 levels evenly in log-odds over [0.05, 0.999], times 30
+# log-odds ratios geometric over [0.05, 2].
+LEVELS = [math.log(0.05 / 0.95) + (math.log(0.999 / 0.001) - math.log(0.05 / 0.95)) * i / 39 for i in range(40)]
+RATIOS = [0.05 * (2.0 / 0.05) ** (j / 29) for j in range(30)]
+
+
+def expit(x):
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def xlog(x, p):
+    return x * math.log(p) if x > 0 else 0.0
+
+
+def log_mean_exp(xs):
+    m = max(xs)
+    return m + math.log(math.fsum(math.exp(x - m) for x in xs) / len(xs))
+
+
+def evidence(t, b, pi):
+    """ln of the 'better' and 'worse' e-processes for counts t, b at allocation pi."""
+    st, ft = t[1], t[0] - t[1]
+    sb, fb = b[1], b[0] - b[1]
+    out = []
+    for sign in (1.0, -1.0):
+        logs = []
+        for level in LEVELS:
+            tb = expit(level)
+            for r in RATIOS:
+                tt = expit(level + sign * r)
+                t0 = pi * tt + (1 - pi) * tb
+                logs.append(xlog(st, tt) + xlog(ft, 1 - tt) + xlog(sb, tb) + xlog(fb, 1 - tb)
+                            - xlog(st + sb, t0) - xlog(ft + fb, 1 - t0))
+        out.append(log_mean_exp(logs))
+    return out
+
+
+def verdict_two_sample(t, b, alpha, max_loss, pi):
+    better, worse = evidence(t, b, pi)
+    bar = math.log(2 / alpha)
+    tl, th = cs(t[0], t[1], alpha / 2)
+    bl, bh = cs(b[0], b[1], alpha / 2)
+    hi = th - bl
+    margin = min(abs(better - bar), abs(worse - bar))
+    if max_loss > 0:
+        margin = min(margin, abs(hi + max_loss))
+    if better >= bar:
+        return "better", margin
+    if worse >= bar and (max_loss == 0 or hi < -max_loss):
+        return "worse", margin
+    return "undecided", margin
+
+
 def first_n(pt, pb, alpha, want):
     """The smallest n per arm at which the rates pt vs pb give `want`."""
     n = 1
@@ -75,14 +134,20 @@ def first_n(pt, pb, alpha, want):
 cases = []
 
 
-def add(name, t, b, alpha=0.05, max_loss=0.0):
+def add(name, t, b, alpha=0.05, max_loss=0.0, share=None):
     v, margin = verdict(t, b, alpha, max_loss)
     # A case so close to the boundary that rounding could flip it would test floats, not
     # the judges: every case keeps a margin.
     assert margin > 1e-9, (name, margin)
-    cases.append({"name": name, "treatment": {"n": t[0], "sum": t[1]},
-                  "baseline": {"n": b[0], "sum": b[1]}, "alpha": alpha, "max_loss": max_loss,
-                  "verdict": v})
+    case = {"name": name, "treatment": {"n": t[0], "sum": t[1]},
+            "baseline": {"n": b[0], "sum": b[1]}, "alpha": alpha, "max_loss": max_loss}
+    if share is None:
+        case["verdict"] = v
+    else:
+        two, margin2 = verdict_two_sample(t, b, alpha, max_loss, share / 100)
+        assert margin2 > 1e-6, (name, margin2)
+        case.update({"share": share, "verdict": two, "union_verdict": v})
+    cases.append(case)
 
 
 # Tiny samples: nothing is decided on a handful of outcomes.
@@ -126,7 +191,28 @@ add("100% vs 100%", (1000, 1000), (1000, 1000))
 add("100% vs 99.5% on 20000 each", (20000, 20000), (20000, 19900))
 add("a million each, 95.1% vs 95.0%", (1_000_000, 951_000), (1_000_000, 950_000))
 
+# The two-sample e-process, at the allocation of a step (the treatment's share of the two
+# arms' traffic), on counts in that proportion.
+for share in [5, 20, 50, 90]:
+    for n in [0, 3, 20]:
+        add(f"two-sample {share}%: tiny, {n} outcomes all-success vs all-failure", (n, n), (n, 0), share=share)
+    for total in [2000, 4000, 10000, 40000]:
+        nt = total * share // 100
+        nb = total - nt
+        add(f"two-sample {share}%: {total} outcomes, 97% vs 93%", (nt, round(0.97 * nt)), (nb, round(0.93 * nb)), share=share)
+        add(f"two-sample {share}%: {total} outcomes, 93% vs 97%", (nt, round(0.93 * nt)), (nb, round(0.97 * nb)), share=share)
+        add(f"two-sample {share}%: {total} outcomes, A/A at 95%", (nt, 0.95 * nt), (nb, 0.95 * nb), share=share)
+# Where the union of the sequences is undecided and the two-sample test is not.
+for n in [1500, 2500, 4000]:
+    add(f"two-sample 50%: {n} each, 97% vs 95%", (n, round(0.97 * n)), (n, round(0.95 * n)), share=50)
+add("two-sample 50%: fractional, 0.8 vs 0.6 mean on 500 each", (500, 400.25), (500, 300.5), share=50)
+add("two-sample 50%: fractional, 0.6 vs 0.62 mean on 500 each", (500, 300.0), (500, 310.0), share=50)
+for alpha in [1e-6, 0.001, 0.05, 0.5]:
+    add(f"two-sample 50%: alpha {alpha}, 6000 each, 96% vs 94%", (6000, 5760), (6000, 5640), alpha=alpha, share=50)
+for max_loss in [0.0, 0.01, 0.05]:
+    add(f"two-sample 50%: max loss {max_loss}, 20000 each, 95% vs 97%", (20000, 19000), (20000, 19400), max_loss=max_loss, share=50)
+
 print(json.dumps({
-    "comment": "Two arms' outcomes (n, sum of rewards) and the verdict of the rollout's comparison at alpha and max_loss; written by scripts/gen-judge-cases.py, whose own implementation is the oracle. Read by decider-rollout (the control plane's judge) and decider-cli (decider report).",
+    "comment": "Two arms' outcomes (n, sum of rewards) and the verdict of the rollout's comparison at alpha and max_loss; with a share (the treatment's percent of the two arms' traffic), the two-sample test's verdict and the union of the sequences' (union_verdict). Written by scripts/gen-judge-cases.py, whose own implementation is the oracle. Read by decider-rollout (the control plane's judge) and decider-cli (decider report).",
     "cases": cases,
 }, indent=1))

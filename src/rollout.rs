@@ -177,7 +177,7 @@ fn flush_or_read(iso: &Isolate, plane: &ControlPlane, ctx: &worker::Context) {
             LIVE.with(|l| l.borrow_mut().flushing = false);
         } else {
             let versions = Arm::ALL.map(|a| iso.decider_for(a).model_version());
-            let batch = live.to_batch(versions, challenger);
+            let batch = live.to_batch(versions, challenger, iso.cfg.canary_percent);
             ctx.wait_until(flush(plane.clone(), batch));
         }
     }

@@ -7,8 +7,10 @@ use decider_cli::logs::{Arm, Endpoint};
 use decider_cli::report::join::{Aggregates, Period};
 use decider_cli::report::stats::GroupStats;
 use decider_cli::report::verdict::{champion_vs_challenger, rollout, Judging};
+use decider_core::record::{RolloutRecord, Why};
+use decider_core::rollout::Setting;
 use decider_rollout::Sample;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// An arm's outcomes as the report adds them, one decision at a time: `sum` as whole
 /// successes, one fractional reward for the rest, then failures.
@@ -49,6 +51,9 @@ fn decider_report_gives_every_case_its_verdict() {
             case["max_loss"].as_f64().expect("max_loss"),
         );
         let want = case["verdict"].as_str().expect("verdict");
+        // Outside a rollout the report has no allocation: the sequences' verdict.
+        let union_want = case["union_verdict"].as_str().unwrap_or(want);
+        let share = case["share"].as_u64().map(|s| s as u8);
         let (t, b) = (group(&case["treatment"]), group(&case["baseline"]));
         let mut agg = Aggregates {
             arm_endpoint: vec![
@@ -61,22 +66,51 @@ fn decider_report_gives_every_case_its_verdict() {
         let v = champion_vs_challenger(&agg, Judging { alpha, max_loss });
         let got = &v.evidence["comparison"]["verdict"];
         if t.with_outcome > 0 && b.with_outcome > 0 {
-            assert_eq!(got, want, "{name}: {}", v.text);
+            assert_eq!(got, union_want, "{name}: {}", v.text);
         } else {
             assert_eq!(v.action, "no challenger", "{name}");
-            assert_eq!(want, "undecided", "{name}");
+            assert_eq!(union_want, "undecided", "{name}");
         }
         // The rollout's step in force (no change recorded: the first step, at --alpha / 2).
         let mut arms = [Sample::default(); 3];
         arms[Arm::Challenger.index()] = sample(&t);
         arms[Arm::Champion.index()] = sample(&b);
-        agg.periods = vec![Period {
+        let current_period = Period {
             ended_by: None,
             from_ms: i64::MIN,
             to_ms: i64::MAX,
             arms,
             decisions: [t.n, b.n, 0],
-        }];
+        };
+        agg.periods = vec![current_period.clone()];
+        if let Some(share) = share {
+            // A step at `share` that a change from 1% (judged at allocation 0.01, so with
+            // every key in the canary) began, its statistics at 2α: the step in force is
+            // judged at α with allocation share/100, as the control plane judges it.
+            agg.rollouts = vec![RolloutRecord {
+                log_version: 1,
+                ts: "2026-12-05T10:00:00.000Z".into(),
+                challenger_version: Some("m-2".into()),
+                from: Setting::Share(1),
+                to: Setting::Share(share),
+                why: Why::Better,
+                text: String::new(),
+                step_since: None,
+                statistics: Some(
+                    json!({"alpha": 2.0 * alpha, "allocation": 0.01, "max_loss": max_loss}),
+                ),
+                reason: None,
+            }];
+            agg.periods = vec![
+                Period {
+                    ended_by: Some(0),
+                    arms: [Sample::default(); 3],
+                    decisions: [0; 3],
+                    ..current_period.clone()
+                },
+                current_period,
+            ];
+        }
         let v = rollout(
             &agg,
             Judging {
@@ -84,10 +118,16 @@ fn decider_report_gives_every_case_its_verdict() {
                 max_loss,
             },
         );
+        let judge = if share.is_some() {
+            "two_sample"
+        } else {
+            "union"
+        };
         let current = &v.evidence["current"];
         if t.with_outcome > 0 && b.with_outcome > 0 {
             assert_eq!(current["verdict"], want, "{name}: {}", v.text);
             assert_eq!(current["alpha"], alpha, "{name}");
+            assert_eq!(current["judge"], judge, "{name}");
         } else {
             assert!(current.is_null(), "{name}");
         }

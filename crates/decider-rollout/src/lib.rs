@@ -10,13 +10,19 @@
 //! - [`tally`]: counters keyed by (arm, model version, source) that merge exactly in any
 //!   order ([`Tally`]), the flush batch read and checked ([`Batch`]), and the per-window
 //!   store ([`Windows`]).
-//! - [`sequential`]: an always-valid confidence sequence for a difference of mean rewards
-//!   from aggregate counts ([`compare`]), and its verdict: the one judge.
+//! - [`sequential`]: the comparison of two arms ([`compare`]), the one judge: the two-sample
+//!   e-process of [`evidence`] when the arms' [`allocation`] is known, else the union of two
+//!   always-valid confidence sequences.
+//! - [`sample`]: an arm's counts as the tests read them ([`Sample`]).
+//! - [`evidence`]: the two-sample e-process from each arm's counts, given the allocation.
+//! - [`allocation`]: the arms' shares of the traffic (the challenger's share, the serving
+//!   isolates' `CANARY_PERCENT`).
 //! - [`alarm`]: the fallback-rate alarm, shared with `decider report`.
 //! - [`policy`]: the `ROLLOUT_*` configuration ([`Policy`]) and its parsers.
 //! - [`state`]: the rollout's state and the step of every look ([`step`]): counting, the
 //!   comparisons, ramping (no step shorter than `ROLLOUT_MIN_STEP_S`), the bake after the
 //!   last step, rollback, alarms, a new rollout for a new challenger.
+//! - [`succession`]: the new-rollout rule (a new challenger, a superseded one).
 //! - [`control`]: an operator's verbs (pause, resume, abort, promote, restart).
 //! - [`outcomes`]: which caller outcomes count: once per decision, within a horizon, for
 //!   decisions of the step.
@@ -24,21 +30,26 @@
 //!   ([`decider_core::record`]).
 //! - [`notify`]: the webhook's notifications, their outbox and backoff.
 //! - [`status`]: where the rollout stands, for an operator.
+//! - [`sim`]: simulated rollouts through [`step`], and the plan of many (`decider rollout
+//!   plan`).
 #![deny(missing_docs)]
 
 pub mod alarm;
+pub mod allocation;
 pub mod control;
 pub mod events;
+pub mod evidence;
 pub mod notify;
 pub mod outcomes;
 pub mod policy;
+pub mod sample;
 pub mod sequential;
 pub mod state;
 pub mod status;
+pub mod succession;
 pub mod tally;
 
-#[cfg(test)]
-mod sim;
+pub mod sim;
 
 pub use alarm::{fallback_alarm, FallbackAlarm};
 pub use policy::Policy;

@@ -54,50 +54,12 @@
 //! is a draw with mean μ given everything before it). Arms are assigned by a sticky hash of
 //! the routing key, independent of the request's state and of time.
 
-use decider_core::rollout::{Counts, REWARD_SCALE};
+use crate::evidence::Evidence;
+pub use crate::sample::Sample;
 use serde::{Deserialize, Serialize};
 
 /// Default error rate of a comparison.
 pub const DEFAULT_ALPHA: f64 = 0.05;
-
-/// An arm's aggregate: outcomes, the sum of their rewards and of their squares.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct Sample {
-    /// Outcomes.
-    pub n: u64,
-    /// Sum of the rewards.
-    pub sum: f64,
-    /// Sum of the squared rewards.
-    pub sum_sq: f64,
-}
-
-impl Sample {
-    /// The sample of a tally's counts.
-    pub fn from_counts(c: &Counts) -> Sample {
-        let k = REWARD_SCALE as f64;
-        Sample {
-            n: c.outcomes,
-            sum: c.reward_sum as f64 / k,
-            sum_sq: c.reward_sq_sum as f64 / k,
-        }
-    }
-
-    /// The mean reward, when there are outcomes.
-    pub fn mean(&self) -> Option<f64> {
-        (self.n > 0).then(|| (self.sum / self.n as f64).clamp(0.0, 1.0))
-    }
-
-    /// The sample standard deviation, with at least two outcomes.
-    pub fn sd(&self) -> Option<f64> {
-        (self.n > 1).then(|| {
-            let n = self.n as f64;
-            let mean = self.sum / n;
-            ((self.sum_sq - n * mean * mean) / (n - 1.0))
-                .max(0.0)
-                .sqrt()
-        })
-    }
-}
 
 /// A closed interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -203,8 +165,19 @@ pub struct ArmSummary {
     pub hi: f64,
 }
 
+/// Which test decided a comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Judge {
+    /// The two-sample e-process ([`crate::evidence`]), when the allocation is known.
+    TwoSample,
+    /// The union of the two arms' confidence sequences, when it is not.
+    #[default]
+    Union,
+}
+
 /// A treatment against a baseline: the confidence sequence of the difference of their mean
-/// rewards and the verdict.
+/// rewards, the two-sample evidence when the allocation is known, and the verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
     /// The arm that may be better (the challenger; the model).
@@ -221,6 +194,16 @@ pub struct Comparison {
     pub alpha: f64,
     /// The largest tolerated loss.
     pub max_loss: f64,
+    /// The treatment's share of the two arms' traffic, when known.
+    #[serde(default)]
+    pub allocation: Option<f64>,
+    /// The test that decided: the two-sample e-process with a known allocation, else the
+    /// union of the confidence sequences.
+    #[serde(default)]
+    pub judge: Judge,
+    /// ln of the two-sample e-processes (better, worse), judged at ln(2/α).
+    #[serde(default)]
+    pub evidence: Option<[f64; 2]>,
     /// What it says.
     pub verdict: Verdict,
 }
@@ -241,8 +224,17 @@ impl Comparison {
     /// 0.0250) on 1000 vs 5000 outcomes".
     pub fn describe(&self) -> String {
         let mean = |m: Option<f64>| m.map_or("–".into(), pct);
+        let evidence = match self.evidence {
+            Some([better, worse]) => format!(
+                "; e-values {:.3} better, {:.3} worse against {:.0}",
+                better.exp(),
+                worse.exp(),
+                2.0 / self.alpha
+            ),
+            None => String::new(),
+        };
         format!(
-            "{} vs {}, {} points (confidence sequence {} … {} at α {:.4}) on {} vs {} outcomes",
+            "{} vs {}, {} points (confidence sequence {} … {} at α {:.4}{evidence}) on {} vs {} outcomes",
             mean(self.treatment.mean),
             mean(self.baseline.mean),
             self.delta.map_or("–".into(), points),
@@ -267,8 +259,22 @@ fn summary(s: &Sample, a: f64) -> ArmSummary {
 }
 
 /// Compares `treatment` with `baseline` at error rate `alpha` (clamped into (0, 1)) with
-/// the largest tolerated loss `max_loss` (clamped into [0, 1]); see the module docs.
-pub fn compare(treatment: &Sample, baseline: &Sample, alpha: f64, max_loss: f64) -> Comparison {
+/// the largest tolerated loss `max_loss` (clamped into [0, 1]), the treatment receiving
+/// `allocation` of the two arms' traffic (the share of outcomes that are the treatment's,
+/// in (0, 1)) when known.
+///
+/// With the allocation, the verdict is the two-sample e-process's ([`crate::evidence`]):
+/// Better when its "better" e-value reaches 2/α, Worse when its "worse" one does (and, with
+/// a tolerated loss, the confidence sequence of the difference is below −`max_loss` too);
+/// without it, the union of the confidence sequences decides (module docs). Either way the
+/// probability of ever declaring a wrong sign is at most α.
+pub fn compare(
+    treatment: &Sample,
+    baseline: &Sample,
+    alpha: f64,
+    max_loss: f64,
+    allocation: Option<f64>,
+) -> Comparison {
     let alpha = if alpha.is_nan() {
         DEFAULT_ALPHA
     } else {
@@ -282,12 +288,22 @@ pub fn compare(treatment: &Sample, baseline: &Sample, alpha: f64, max_loss: f64)
     let t = summary(treatment, alpha / 2.0);
     let b = summary(baseline, alpha / 2.0);
     let (lo, hi) = (t.lo - b.hi, t.hi - b.lo);
-    let verdict = if lo > 0.0 {
-        Verdict::Better
-    } else if hi < -max_loss {
-        Verdict::Worse
-    } else {
-        Verdict::Undecided
+    let allocation = allocation.filter(|a| *a > 0.0 && *a < 1.0);
+    let evidence = allocation.and_then(|a| Evidence::of(treatment, baseline, a));
+    let verdict = match evidence {
+        Some(e) => {
+            let bar = (2.0 / alpha).ln();
+            if e.better >= bar {
+                Verdict::Better
+            } else if e.worse >= bar && (max_loss == 0.0 || hi < -max_loss) {
+                Verdict::Worse
+            } else {
+                Verdict::Undecided
+            }
+        }
+        None if lo > 0.0 => Verdict::Better,
+        None if hi < -max_loss => Verdict::Worse,
+        None => Verdict::Undecided,
     };
     Comparison {
         treatment: t,
@@ -297,6 +313,13 @@ pub fn compare(treatment: &Sample, baseline: &Sample, alpha: f64, max_loss: f64)
         hi,
         alpha,
         max_loss,
+        allocation,
+        judge: if evidence.is_some() {
+            Judge::TwoSample
+        } else {
+            Judge::Union
+        },
+        evidence: evidence.map(|e| [e.better, e.worse]),
         verdict,
     }
 }
@@ -385,29 +408,35 @@ mod tests {
         let better = bernoulli(2_000, 1_940); // 0.97
         let worse = bernoulli(2_000, 1_700); // 0.85
         let same = bernoulli(2_000, 1_860);
-        assert_eq!(compare(&better, &champ, 0.05, 0.0).verdict, Verdict::Better);
-        assert_eq!(compare(&worse, &champ, 0.05, 0.0).verdict, Verdict::Worse);
         assert_eq!(
-            compare(&same, &champ, 0.05, 0.0).verdict,
+            compare(&better, &champ, 0.05, 0.0, None).verdict,
+            Verdict::Better
+        );
+        assert_eq!(
+            compare(&worse, &champ, 0.05, 0.0, None).verdict,
+            Verdict::Worse
+        );
+        assert_eq!(
+            compare(&same, &champ, 0.05, 0.0, None).verdict,
             Verdict::Undecided
         );
         // A tolerated loss larger than the observed one is no rollback.
         assert_eq!(
-            compare(&worse, &champ, 0.05, 0.2).verdict,
+            compare(&worse, &champ, 0.05, 0.2, None).verdict,
             Verdict::Undecided
         );
-        let c = compare(&better, &champ, 0.05, 0.0);
+        let c = compare(&better, &champ, 0.05, 0.0, None);
         assert!((c.delta.unwrap() - 0.04).abs() < 1e-12);
         assert!(c.lo > 0.0 && c.hi > c.lo);
         assert_eq!(c.treatment.n, 2_000);
         assert_eq!(
-            compare(&Sample::default(), &champ, 0.05, 0.0).verdict,
+            compare(&Sample::default(), &champ, 0.05, 0.0, None).verdict,
             Verdict::Undecided
         );
         // Nonsense parameters are clamped, never a panic.
-        let c = compare(&better, &champ, f64::NAN, f64::NAN);
+        let c = compare(&better, &champ, f64::NAN, f64::NAN, None);
         assert_eq!((c.alpha, c.max_loss), (DEFAULT_ALPHA, 0.0));
-        let c = compare(&better, &champ, 7.0, -1.0);
+        let c = compare(&better, &champ, 7.0, -1.0, None);
         assert!(c.alpha < 1.0 && c.max_loss == 0.0);
     }
 }

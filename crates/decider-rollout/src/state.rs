@@ -38,22 +38,12 @@
 //! most α/2.
 //!
 //! # How much traffic a step takes
-//! Simulated 0/1 rewards, the default policy (α = 0.05, steps 5, 20, 50, 100, at least 200
-//! outcomes per arm), no holdout, the judge looking after every 500 requests; medians over
-//! 100 runs of the outcomes each arm had when the step was decided:
-//!
-//! | challenger vs champion | 5% → | 20% → | 50% → 100% | requests in all |
-//! |---|---|---|---|---|
-//! | 0.97 vs 0.93 | 714 vs 13,775 | 1,217 vs 4,869 | 2,463 vs 2,442 | 26,500 |
-//! | 0.97 vs 0.95 | 2,352 vs 45,156 | 4,192 vs 16,864 | 7,764 vs 7,760 | 87,000 |
-//! | 0.97 vs 0.85 | 212 vs 3,797 | 291 vs 1,195 | 501 vs 497 | 6,500 |
-//! | 0.93 vs 0.97 (rollback at 5%) | 720 vs 13,288 | | | 14,000 |
-//! | 0.85 vs 0.97 (rollback at 5%) | 117 vs 2,357 | | | 2,500 |
-//!
-//! `cargo test -p decider-core --release -- --ignored --nocapture outcomes_per_step` prints
-//! them with their 10% and 90% quantiles.
+//! `decider rollout plan` simulates rollouts through [`step`] (`crate::sim`) and says, per
+//! step, the outcomes and minutes it takes and how often it decides wrongly; docs/rollout.md
+//! has its tables.
 
 use crate::alarm::{fallback_alarm, Evidence, FallbackAlarm, REASONS};
+use crate::allocation::{self, CanaryHeard};
 use crate::policy::Policy;
 use crate::sequential::{compare, pct, Comparison, Sample, Verdict};
 use crate::tally::{Tally, Windows};
@@ -176,6 +166,9 @@ pub struct RolloutState {
     /// An operator paused the judge: it keeps judging and changes nothing until resumed.
     #[serde(default)]
     pub paused: bool,
+    /// The serving isolates' `CANARY_PERCENT`, as their batches name it ([`crate::allocation`]).
+    #[serde(default)]
+    pub canary: Option<CanaryHeard>,
 }
 
 /// Caller outcomes received and not counted, by why (since the rollout began).
@@ -217,40 +210,8 @@ impl RolloutState {
             retired: Vec::new(),
             uncounted: Uncounted::default(),
             paused: false,
+            canary: None,
         }
-    }
-
-    /// The rule of a new rollout: the state to go on with when a serving isolate names
-    /// `challenger` at `now_ms`. The kept state when it is about that challenger, or when
-    /// the challenger was superseded by it less than [`RETIRED_MS`] ago (an isolate not yet
-    /// on the new deploy); otherwise a new rollout of `challenger` that remembers the one it
-    /// supersedes. Also the state to begin with when none is kept.
-    pub fn for_challenger(
-        kept: Option<RolloutState>,
-        challenger: Option<&str>,
-        policy: &Policy,
-        now_ms: i64,
-    ) -> RolloutState {
-        let Some(kept) = kept else {
-            return RolloutState::start(challenger.map(str::to_owned), policy, now_ms);
-        };
-        let named = |v: &Option<String>| v.as_deref() == challenger;
-        if named(&kept.challenger_version)
-            || kept
-                .retired
-                .iter()
-                .any(|(v, at)| named(v) && now_ms - at < RETIRED_MS)
-        {
-            return kept;
-        }
-        let mut fresh = RolloutState::start(challenger.map(str::to_owned), policy, now_ms);
-        fresh.retired = kept
-            .retired
-            .into_iter()
-            .filter(|(_, at)| now_ms - at < RETIRED_MS)
-            .chain([(kept.challenger_version, now_ms)])
-            .collect();
-        fresh
     }
 
     /// The setting in force.
@@ -270,6 +231,16 @@ impl RolloutState {
     /// The error rate of the current period's comparisons: α·2^−(period+1).
     pub fn period_alpha(&self, alpha: f64) -> f64 {
         alpha * 0.5f64.powi(self.period.saturating_add(1).min(1_000) as i32)
+    }
+
+    /// Keeps the canary share a flush batch named; true when the kept value changed.
+    pub fn hear_canary(&mut self, named: Option<u8>, now_ms: i64) -> bool {
+        allocation::hear(&mut self.canary, named, now_ms)
+    }
+
+    /// The treatment's share of two arms' traffic on this step, when known.
+    pub fn allocation(&self, treatment: Arm, baseline: Arm) -> Option<f64> {
+        allocation::between(treatment, baseline, self.share, self.canary, self.since_ms)
     }
 
     /// The raised alarm of this kind, if any.
@@ -395,6 +366,7 @@ pub fn step(
             &sample(&s.tally, Arm::Champion),
             alpha,
             policy.max_loss,
+            s.allocation(Arm::Challenger, Arm::Champion),
         )
     });
     let model_arm = if matches!(s.phase, Phase::Promoted | Phase::Baking) {
@@ -409,6 +381,7 @@ pub fn step(
             &Sample::from_counts(&held),
             alpha,
             policy.max_loss,
+            s.allocation(model_arm, Arm::Holdout),
         )
     });
     let enough = |c: &Comparison| {
@@ -1019,7 +992,13 @@ mod tests {
                 why: Why::Better,
                 text: String::new(),
                 step_since_ms: 0,
-                statistics: Some(compare(&Sample::default(), &Sample::default(), 0.05, 0.0)),
+                statistics: Some(compare(
+                    &Sample::default(),
+                    &Sample::default(),
+                    0.05,
+                    0.0,
+                    None
+                )),
                 reason: None,
             };
             MAX_HISTORY

@@ -22,6 +22,7 @@ pub fn status(s: &RolloutState, policy: &Policy, now_ms: i64) -> Value {
         &sample(Arm::Champion),
         alpha,
         policy.max_loss,
+        s.allocation(Arm::Challenger, Arm::Champion),
     );
     let held = sample(Arm::Holdout);
     let held_cs = confidence_sequence(&held, alpha / 2.0);

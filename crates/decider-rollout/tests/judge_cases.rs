@@ -5,7 +5,8 @@
 
 use decider_core::rollout::{Arm, Counts, REWARD_SCALE};
 use decider_core::Source;
-use decider_rollout::policy::Policy;
+use decider_rollout::policy::{parse_steps, Policy};
+use decider_rollout::sequential::Judge;
 use decider_rollout::state::RolloutState;
 use decider_rollout::{step, Tally, Windows};
 use serde_json::Value;
@@ -36,14 +37,24 @@ fn the_control_plane_gives_every_case_its_verdict() {
     for case in cases {
         let name = case["name"].as_str().expect("name");
         let alpha = case["alpha"].as_f64().expect("alpha");
+        // A case with a share is a first step at that share, with every routing key in the
+        // canary (the isolates say CANARY_PERCENT=100): the two-sample test at share/100.
+        let share = case["share"].as_u64();
         let policy = Policy {
             // The first step is judged at ROLLOUT_ALPHA / 2.
             alpha: 2.0 * alpha,
             max_loss: case["max_loss"].as_f64().expect("max_loss"),
             min_outcomes: 1,
+            steps: match share {
+                Some(s) => parse_steps(&format!("{s},100")).expect("steps"),
+                None => Policy::default().steps,
+            },
             ..Policy::default()
         };
-        let state = RolloutState::start(Some("m-2".into()), &policy, T0);
+        let mut state = RolloutState::start(Some("m-2".into()), &policy, T0);
+        if share.is_some() {
+            state.hear_canary(Some(100), T0);
+        }
         let mut batch = Tally::new();
         batch.add_counts(
             Arm::Challenger,
@@ -63,6 +74,12 @@ fn the_control_plane_gives_every_case_its_verdict() {
         let judged = after.last.expect("a judgement");
         let c = judged.challenger.expect("a comparison while ramping");
         assert_eq!(judged.alpha, alpha, "{name}");
+        let judge = if share.is_some() {
+            Judge::TwoSample
+        } else {
+            Judge::Union
+        };
+        assert_eq!(c.judge, judge, "{name}");
         assert_eq!(
             c.verdict.name(),
             case["verdict"],

@@ -340,6 +340,7 @@ impl Rollout {
             })
         };
         let counted = outcomes::receive(&mut state, &batch, floor, &mut first);
+        state.hear_canary(batch.canary, now);
         if let Some(e) = failed {
             return Err(Failure::new(500, "storage_failed", e));
         }

@@ -165,7 +165,9 @@ pub fn model_vs_rules(agg: &Aggregates, j: Judging) -> Verdict {
             evidence: json!({"endpoints": eps}),
         };
     }
-    let c = compare(&sample(&champ), &sample(&hold), j.alpha, j.max_loss);
+    // The allocations behind these counts are the Worker's variables, not in the log: the
+    // union of the arms' confidence sequences judges them.
+    let c = compare(&sample(&champ), &sample(&hold), j.alpha, j.max_loss, None);
     let more = more_needed(&c);
     let evidence =
         json!({"comparison": comparison_json(&c), "endpoints": eps, "more_needed": more});
@@ -224,7 +226,7 @@ pub fn champion_vs_challenger(agg: &Aggregates, j: Judging) -> Verdict {
             evidence: json!({"endpoints": eps}),
         };
     }
-    let c = compare(&sample(&chal), &sample(&champ), j.alpha, j.max_loss);
+    let c = compare(&sample(&chal), &sample(&champ), j.alpha, j.max_loss, None);
     let more = more_needed(&c);
     let ranking = if c.delta.unwrap_or(0.0) > 0.0 {
         ["challenger", "champion"]
@@ -382,8 +384,43 @@ fn period_alpha(r: Option<&RolloutRecord>, k: usize, j: Judging) -> f64 {
         .unwrap_or_else(|| j.alpha * 0.5f64.powi(k.min(1_000) as i32 + 1))
 }
 
-fn arms(p: &Period, t: Arm, b: Arm, alpha: f64, max_loss: f64) -> Comparison {
-    compare(&p.arms[t.index()], &p.arms[b.index()], alpha, max_loss)
+fn arms(
+    p: &Period,
+    t: Arm,
+    b: Arm,
+    alpha: f64,
+    max_loss: f64,
+    allocation: Option<f64>,
+) -> Comparison {
+    compare(
+        &p.arms[t.index()],
+        &p.arms[b.index()],
+        alpha,
+        max_loss,
+        allocation,
+    )
+}
+
+/// The allocation a change's comparison was judged at, as its statistics say (the control
+/// plane's: the challenger's share and the isolates' `CANARY_PERCENT`).
+fn allocation_of(r: &RolloutRecord) -> Option<f64> {
+    r.statistics.as_ref()?.get("allocation")?.as_f64()
+}
+
+/// The challenger's allocation on the step in force after `last`, from the canary share the
+/// last challenger-vs-champion change implies (its step's share over its allocation).
+fn allocation_now(rollouts: &[RolloutRecord]) -> Option<f64> {
+    let last = rollouts.last()?;
+    let judged = rollouts
+        .iter()
+        .rev()
+        .find(|r| matches!(r.why, Why::Better | Why::Worse))?;
+    let (Setting::Share(from), Setting::Share(now)) = (judged.from, last.to) else {
+        return None;
+    };
+    let canary = (f64::from(from) / allocation_of(judged)?).round();
+    let share = f64::from(now).min(canary);
+    (canary > 0.0 && canary <= 100.0 && share > 0.0 && share < canary).then(|| share / canary)
 }
 
 /// Where the automatic rollout stands, judged on the log's own counts: each change the
@@ -429,7 +466,7 @@ pub fn rollout(agg: &Aggregates, j: Judging) -> Verdict {
             .and_then(|s| s.get("max_loss"))
             .and_then(Value::as_f64)
             .unwrap_or(j.max_loss);
-        let c = arms(p, t, b, alpha, max_loss);
+        let c = arms(p, t, b, alpha, max_loss, allocation_of(r));
         let ok = want.map_or(c.verdict != Sign::Worse, |w| c.verdict == w);
         if !ok && first_disagreement.is_none() {
             first_disagreement = Some(format!(
@@ -457,7 +494,17 @@ pub fn rollout(agg: &Aggregates, j: Judging) -> Verdict {
     // The step in force: challenger vs champion while a challenger has outcomes there.
     let now = current
         .filter(|p| p.arms[Arm::Challenger.index()].n > 0 && p.arms[Arm::Champion.index()].n > 0)
-        .map(|p| arms(p, Arm::Challenger, Arm::Champion, next_alpha, j.max_loss));
+        .map(|p| {
+            let allocation = allocation_now(&agg.rollouts);
+            arms(
+                p,
+                Arm::Challenger,
+                Arm::Champion,
+                next_alpha,
+                j.max_loss,
+                allocation,
+            )
+        });
     let evidence = json!({
         "steps": steps,
         "agrees_with_records": agrees,
@@ -571,7 +618,13 @@ mod tests {
     #[test]
     fn more_needed_scales_the_sample_until_the_sequences_part() {
         // Undecided at 1000 per arm; the estimate says how many more at the same split.
-        let c = compare(&bernoulli(1000, 920), &bernoulli(1000, 900), 0.05, 0.0);
+        let c = compare(
+            &bernoulli(1000, 920),
+            &bernoulli(1000, 900),
+            0.05,
+            0.0,
+            None,
+        );
         assert_eq!(c.verdict, Sign::Undecided);
         let more = more_needed(&c).unwrap();
         assert!(more > 2_000, "{more}");
@@ -582,10 +635,17 @@ mod tests {
             &bernoulli(n * 2, n * 2 * 90 / 100),
             0.05,
             0.0,
+            None,
         );
         assert_eq!(later.verdict, Sign::Better, "{more}");
         assert_eq!(
-            more_needed(&compare(&bernoulli(10, 9), &bernoulli(10, 9), 0.05, 0.0)),
+            more_needed(&compare(
+                &bernoulli(10, 9),
+                &bernoulli(10, 9),
+                0.05,
+                0.0,
+                None
+            )),
             None
         );
     }

@@ -257,8 +257,14 @@ impl Live {
     }
 
     /// The flush batch (module docs): each arm's rows under the model version that serves
-    /// it (`versions`, in [`Arm::ALL`] order), and the challenger this isolate serves.
-    pub fn to_batch(&self, versions: [Option<&str>; 3], challenger: Option<&str>) -> String {
+    /// it (`versions`, in [`Arm::ALL`] order), the challenger this isolate serves, and its
+    /// `CANARY_PERCENT` (with the share, the arms' allocation).
+    pub fn to_batch(
+        &self,
+        versions: [Option<&str>; 3],
+        challenger: Option<&str>,
+        canary: u8,
+    ) -> String {
         let mut rows = Vec::new();
         for arm in Arm::ALL {
             for source in Source::ALL {
@@ -273,7 +279,7 @@ impl Live {
             .iter()
             .map(|o| json!([o.id, o.decided_ms, o.reward]))
             .collect();
-        json!({"v": BATCH_FORMAT, "challenger": challenger, "rows": rows, "outcomes": outcomes})
+        json!({"v": BATCH_FORMAT, "challenger": challenger, "canary": canary, "rows": rows, "outcomes": outcomes})
             .to_string()
     }
 }
@@ -332,12 +338,15 @@ mod tests {
             decided_ms: 5,
             reward: 250_000,
         }));
-        let batch: Value =
-            serde_json::from_str(&l.to_batch([Some("m-1"), Some("m-2"), Some("m-1")], Some("m-2")))
-                .unwrap();
+        let batch: Value = serde_json::from_str(&l.to_batch(
+            [Some("m-1"), Some("m-2"), Some("m-1")],
+            Some("m-2"),
+            90,
+        ))
+        .unwrap();
         assert_eq!(
             batch,
-            json!({"v": 2, "challenger": "m-2", "rows": [
+            json!({"v": 2, "challenger": "m-2", "canary": 90, "rows": [
                 {"arm": "champion", "mv": "m-1", "src": "rules", "d": 1,
                  "fb": {"low_confidence": 1}},
                 {"arm": "challenger", "mv": "m-2", "src": "model", "d": 1, "o": 1,
@@ -369,7 +378,7 @@ mod tests {
             (MAX_BATCH_OUTCOMES, 5)
         );
         assert!(l.due(0.0, 1e9, u64::MAX));
-        let text = l.to_batch([None; 3], None);
+        let text = l.to_batch([None; 3], None, 100);
         assert!(text.len() < MAX_BATCH_BYTES, "{}", text.len());
     }
 }

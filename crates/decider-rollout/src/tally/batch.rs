@@ -25,6 +25,9 @@ pub const MAX_BATCH_COUNT: u64 = 1_000_000_000;
 pub struct Batch {
     /// The challenger model the isolate serves (None without one).
     pub challenger: Option<String>,
+    /// The isolate's `CANARY_PERCENT` (None from an isolate that does not say): with the
+    /// challenger's share it gives the arms' allocation the two-sample test needs.
+    pub canary: Option<u8>,
     /// Decisions, routed outcomes and fallbacks.
     pub tally: Tally,
     /// `/v1/decide` callers' outcomes, each with its decision's id.
@@ -51,12 +54,24 @@ impl Batch {
         let v: Value = serde_json::from_slice(bytes)
             .map_err(|e| BatchError::new("body", format!("not JSON: {e}")))?;
         let obj = object(&v, "batch")?;
-        known(obj, "", &["v", "challenger", "rows", "outcomes"])?;
+        known(obj, "", &["v", "challenger", "canary", "rows", "outcomes"])?;
         format(obj, BATCH_FORMAT)?;
         let challenger = match obj.get("challenger") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) if valid_version(s) => Some(s.clone()),
             Some(v) => return Err(BatchError::new("challenger", version_shape(v))),
+        };
+        let canary = match obj.get("canary") {
+            None | Some(Value::Null) => None,
+            Some(v) => match v.as_u64() {
+                Some(c) if c <= 100 => Some(c as u8),
+                _ => {
+                    return Err(BatchError::new(
+                        "canary",
+                        format!("must be an integer 0..=100, got {}", quote(v)),
+                    ))
+                }
+            },
         };
         let tally = rows(obj, MAX_BATCH_COUNT)?;
         let outcomes = match obj.get("outcomes") {
@@ -81,6 +96,7 @@ impl Batch {
         };
         Ok(Batch {
             challenger,
+            canary,
             tally,
             outcomes,
         })
