@@ -260,3 +260,10 @@ soak: setup build
 .PHONY: lab
 lab: setup build cli
 	node lab/run.mjs
+
+# The table of docs/rollout.md "How much traffic a rollout takes": `decider rollout plan`
+# with both judges for each row (a minute or two on two cores).
+.PHONY: rollout-table
+rollout-table:
+	cargo build --release -p decider-cli --locked
+	python3 scripts/rollout-table.py target/release/decider

@@ -41,6 +41,7 @@ pub mod ope;
 pub mod report;
 pub mod rng;
 pub mod rollout_ops;
+pub mod rollout_plan;
 pub mod serving;
 pub mod simulate;
 pub mod svg;

@@ -396,3 +396,75 @@ fn help_has_examples_and_bad_flags_fail() {
     .status
     .success());
 }
+
+#[test]
+fn rollout_plan_says_how_long_each_step_takes_and_how_often_it_errs() {
+    let plan = |extra: &[&str]| -> Value {
+        let mut args = vec![
+            "rollout",
+            "plan",
+            "--runs",
+            "40",
+            "--min-step-s",
+            "0",
+            "--bake-percent",
+            "0",
+            "--quiet",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let out = decider(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    // A clearly better challenger: every step decided, promoted in (nearly) every run.
+    let better = plan(&["--challenger", "0.97", "--champion", "0.85"]);
+    assert_eq!(better["runs"], 40);
+    assert_eq!(better["judge"], "two-sample");
+    let steps = better["steps"].as_array().unwrap();
+    let settings: Vec<u64> = steps
+        .iter()
+        .map(|s| s["setting"].as_u64().unwrap())
+        .collect();
+    assert_eq!(settings, vec![5, 20, 50]);
+    for s in steps {
+        assert!(s["decided_share"].as_f64().unwrap() > 0.9, "{s}");
+        let (m, p90) = (
+            s["median_outcomes"].as_u64().unwrap(),
+            s["p90_outcomes"].as_u64().unwrap(),
+        );
+        assert!(m > 0 && m <= p90, "{s}");
+    }
+    assert!(better["promoted"].as_f64().unwrap() > 0.9, "{better}");
+    assert!(
+        better["false_decision_rate"].as_f64().unwrap() < 0.1,
+        "{better}"
+    );
+    // A worse one is rolled back at the first step; the old judge needs more outcomes.
+    let worse = plan(&["--challenger", "0.85", "--champion", "0.97"]);
+    assert!(worse["rolled_back"].as_f64().unwrap() > 0.9, "{worse}");
+    let union = plan(&[
+        "--challenger",
+        "0.85",
+        "--champion",
+        "0.97",
+        "--judge",
+        "union",
+    ]);
+    assert_eq!(union["judge"], "union");
+    let to_end = |p: &Value| p["to_end"]["median_outcomes"].as_u64().unwrap();
+    assert!(to_end(&worse) < to_end(&union), "{worse} vs {union}");
+    // The same seed gives the same plan.
+    assert_eq!(plan(&["--challenger", "0.85", "--champion", "0.97"]), worse);
+    // Bad input names the flag.
+    let out = decider(&[
+        "rollout",
+        "plan",
+        "--challenger",
+        "1.5",
+        "--champion",
+        "0.9",
+    ]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--challenger"), "{}", stderr(&out));
+}
