@@ -115,17 +115,24 @@ ${b.must_show.map(mark).join("\n")}`;
 const int = (x) => (x == null ? "—" : Number(x).toLocaleString("en-US"));
 const seq = (lo, hi) => `[${lo >= 0 ? "+" : ""}${f(lo)}, ${hi >= 0 ? "+" : ""}${f(hi)}]`;
 
+/** The judge's evidence: the two-sample e-values (better, worse) against the bar 2/α, or the
+ * union judge's sequence of the difference. */
+const test = (s) =>
+  s.judge === "two_sample" && s.evidence
+    ? `e ${Math.exp(s.evidence[0]).toPrecision(3)} / ${Math.exp(s.evidence[1]).toPrecision(3)} (bar ${(2 / s.alpha).toFixed(0)}, share ${f(s.allocation)})`
+    : `sequence ${seq(s.lo, s.hi)}`;
+
 /** One rollout of scenario C: its changes, its looks, the traffic after it, the report. */
 function rolloutPart(r, title) {
   const rows = r.changes.map((c) => {
     const s = c.statistics;
-    return `| ${c.from}% → ${c.to}% | ${c.why} | ${int(c.requests)} | ${int(c.requests_total)} | ${s.treatment.n} | ${f(s.treatment.mean)} | ${s.baseline.n} | ${f(s.baseline.mean)} | ${seq(s.lo, s.hi)} | ${f(s.alpha)} |`;
+    return `| ${c.from}% → ${c.to}% | ${c.why} | ${int(c.requests)} | ${int(c.requests_total)} | ${s.treatment.n} | ${f(s.treatment.mean)} | ${s.baseline.n} | ${f(s.baseline.mean)} | ${test(s)} | ${f(s.alpha)} |`;
   });
   return `**${title}.** Champion \`${r.champion_version}\`, challenger \`${r.challenger_version}\`; traffic seed
 ${r.seed}, a look after every ${int(r.chunk)} requests (at most ${int(r.cap)}), ${r.seconds} s. The judge decided after
 **${int(r.requests)} requests** (${r.looks.length} looks): phase \`${r.final.phase}\`, setting ${r.final.setting}${r.final.effective_champion ? `, effective champion \`${r.final.effective_champion}\`` : ""}.
 
-| change | why | requests in the step | requests in all | challenger outcomes | challenger mean | champion outcomes | champion mean | difference's sequence | α of the step |
+| change | why | requests in the step | requests in all | challenger outcomes | challenger mean | champion outcomes | champion mean | the test | α of the step |
 |---|---|---|---|---|---|---|---|---|---|
 ${rows.join("\n")}
 
@@ -179,8 +186,11 @@ challenger):
 "Requests in the step" counts the lab's routed requests from the look of the previous change to
 the look of this one (so in multiples of a chunk); the outcomes and means are the rollout
 record's \`statistics\`, i.e. what the judge compared: the step's own counts, begun afresh at the
-previous change, with the always-valid confidence sequence of the difference (challenger −
-champion) at the step's share of α.
+previous change. "The test" is what decided: the two-sample e-values for "the challenger is
+better" and "worse", each against the bar 2/α at the step's share of α, given the arms' share of
+the traffic the isolates named (docs/rollout.md, "The judge"); or, when the share was not
+known, the union judge's always-valid confidence sequence of the difference (challenger −
+champion).
 
 ${rolloutPart(c.better, "1. A better challenger")}
 

@@ -122,7 +122,10 @@ async function drive(lab, batches, { total, chunk, untilDecided, log, name }) {
 /** A rollout record's comparison, without the sequences' inner details. */
 function stats(s) {
   const arm = (a) => ({ n: a.n, mean: a.mean, lo: a.lo, hi: a.hi });
-  return { verdict: s.verdict, alpha: s.alpha, delta: s.delta, lo: s.lo, hi: s.hi, treatment: arm(s.treatment), baseline: arm(s.baseline) };
+  return {
+    verdict: s.verdict, alpha: s.alpha, delta: s.delta, lo: s.lo, hi: s.hi, treatment: arm(s.treatment), baseline: arm(s.baseline),
+    judge: s.judge ?? null, allocation: s.allocation ?? null, evidence: s.evidence ?? null,
+  };
 }
 
 /** The changes, with the lab's requests up to each (at the look where the setting moved). */
