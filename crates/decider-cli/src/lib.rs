@@ -48,6 +48,7 @@ pub mod svg;
 pub mod synth_logs;
 pub mod train;
 pub mod train_logs;
+pub mod world;
 
 /// Why a command failed; `main` prints it on one line and exits 2 for [`CliError::Usage`],
 /// 1 otherwise.
