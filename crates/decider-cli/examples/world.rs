@@ -52,10 +52,12 @@ fn main() -> Result<()> {
     let a = Args::parse();
     let text = std::fs::read_to_string(&a.model)
         .with_context(|| format!("{}: cannot read", a.model.display()))?;
-    let model = Model::from_json(&text).map_err(|e| anyhow::anyhow!("{}: {e}", a.model.display()))?;
+    let model =
+        Model::from_json(&text).map_err(|e| anyhow::anyhow!("{}: {e}", a.model.display()))?;
     let rules = RuleTable::from_json(decider_core::DEFAULT_RULES_JSON)
         .map_err(|e| anyhow::anyhow!("shipped rules: {e}"))?;
-    let explore = Explore::from_percent(a.explore).map_err(|e| anyhow::anyhow!("--explore: {e}"))?;
+    let explore =
+        Explore::from_percent(a.explore).map_err(|e| anyhow::anyhow!("--explore: {e}"))?;
     let logger = Decider::new(
         ModelSource::Local(Arc::new(model)),
         Some(rules.into()),

@@ -52,24 +52,47 @@ pub struct Trained {
     pub curve: Vec<CurvePoint>,
     /// Summary metrics (also inside `artifact.training`).
     pub summary: serde_json::Value,
+    /// What the model fitted on the training split said about the validation rows.
+    pub held_out: HeldOut,
+}
+
+/// The validation rows' answers from the model fitted on the training split (before any
+/// refit): what a gate other than accuracy is chosen from.
+#[derive(Debug, Clone, Default)]
+pub struct HeldOut {
+    /// Index of each validation row in the training dataset's rows, when validation was split
+    /// from it (`None` for a validation file).
+    pub index: Option<Vec<usize>>,
+    /// Calibrated confidence of the top action.
+    pub confidence: Vec<f64>,
+    /// The top action.
+    pub action: Vec<Action>,
 }
 
 /// Labelled rows.
 type Rows = Vec<(State, Action)>;
 
-fn split(rows: &[(State, Action)], fraction: f64, seed: u64) -> (Rows, Rows) {
-    let mut idx: Vec<usize> = (0..rows.len()).collect();
+/// The seeded train/validation split of `n` rows: (training indices, validation indices),
+/// each ascending. The trainer holds out exactly these rows when no validation file is given,
+/// so a caller that labels rows can know which of them validate.
+pub fn split_indices(n: usize, fraction: f64, seed: u64) -> (Vec<usize>, Vec<usize>) {
+    let mut idx: Vec<usize> = (0..n).collect();
     Rng::new(seed).shuffle(&mut idx);
-    let nv = ((rows.len() as f64 * fraction).round() as usize)
-        .clamp(1, rows.len().saturating_sub(1).max(1));
-    let (v, t) = idx.split_at(nv);
+    let nv = ((n as f64 * fraction).round() as usize).clamp(1, n.saturating_sub(1).max(1));
+    let (v, t) = idx.split_at(nv.min(n));
     let mut t = t.to_vec();
     let mut v = v.to_vec();
     t.sort_unstable();
     v.sort_unstable();
+    (t, v)
+}
+
+fn split(rows: &[(State, Action)], fraction: f64, seed: u64) -> (Rows, Rows, Vec<usize>) {
+    let (t, v) = split_indices(rows.len(), fraction, seed);
     (
         t.iter().map(|&i| rows[i]).collect(),
         v.iter().map(|&i| rows[i]).collect(),
+        v,
     )
 }
 
@@ -126,8 +149,8 @@ pub fn train(
             opts.valid_fraction
         ));
     }
-    let (tr, va, valid_source) = match valid {
-        Some(v) => (train.rows.clone(), v.rows.clone(), "file"),
+    let (tr, va, valid_source, valid_index) = match valid {
+        Some(v) => (train.rows.clone(), v.rows.clone(), "file", None),
         None => {
             if train.rows.len() < 20 {
                 return Err(format!(
@@ -135,8 +158,8 @@ pub fn train(
                     train.rows.len()
                 ));
             }
-            let (t, v) = split(&train.rows, opts.valid_fraction, opts.seed);
-            (t, v, "split")
+            let (t, v, index) = split(&train.rows, opts.valid_fraction, opts.seed);
+            (t, v, "split", Some(index))
         }
     };
     let (x, y) = xy(&tr);
@@ -181,6 +204,14 @@ pub fn train(
     };
     let (conf_raw, correct) = conf_at(1.0);
     let (conf, _) = conf_at(temperature);
+    let held_out = HeldOut {
+        index: valid_index,
+        confidence: conf.clone(),
+        action: margins
+            .iter()
+            .map(|m| decider_core::model::argmax(&softmax(m, temperature)).0)
+            .collect(),
+    };
     let (loss_raw, accuracy) = gbdt::logloss(&margins, &vy, 1.0);
     let (loss_cal, _) = gbdt::logloss(&margins, &vy, temperature);
     let threshold = pick_threshold(&conf, &correct, opts.target_accuracy).unwrap_or(1.0);
@@ -254,17 +285,7 @@ pub fn train(
     if let (Some(extra), Some(t)) = (&train.provenance, artifact.training.as_object_mut()) {
         t.extend(extra.clone());
     }
-    // The version names the content: same weights and calibration → same version.
-    let body = serde_json::to_vec(&(
-        &artifact.model,
-        &artifact.calibration,
-        artifact.threshold,
-        &artifact.training,
-    ))
-    .map_err(|e| e.to_string())?;
-    artifact.model_version = format!("gbdt-{}", &hex(&Sha256::digest(&body))[..12]);
-    decider_core::model::validate(&artifact)
-        .map_err(|e| format!("trained model failed validation: {e}"))?;
+    seal(&mut artifact)?;
     Ok(Trained {
         curve: curve(&conf, &correct, 50),
         summary: json!({
@@ -274,7 +295,27 @@ pub fn train(
             "training": artifact.training,
         }),
         artifact,
+        held_out,
     })
+}
+
+/// Names the artifact by its content and validates it: call after any change to its model,
+/// calibration, threshold or training record (same content → same version). The feature
+/// ranges are named through the training record when a caller changes them.
+///
+/// # Errors
+/// An artifact that fails validation.
+pub fn seal(artifact: &mut Artifact) -> Result<(), String> {
+    let body = serde_json::to_vec(&(
+        &artifact.model,
+        &artifact.calibration,
+        artifact.threshold,
+        &artifact.training,
+    ))
+    .map_err(|e| e.to_string())?;
+    artifact.model_version = format!("gbdt-{}", &hex(&Sha256::digest(&body))[..12]);
+    decider_core::model::validate(artifact)
+        .map_err(|e| format!("trained model failed validation: {e}"))
 }
 
 /// Serialises an artifact (pretty JSON, trailing newline): the on-disk form.

@@ -34,11 +34,11 @@
 //! its state ([`q_true`]) — so any policy's **true expected value** on those states is known.
 
 use crate::rng::Rng;
+use decider_core::decider::draw_from_id;
 use decider_core::record::{
     Attempt, DecisionRecord, Endpoint, ErrorKind, RouteOutcome, RoutingKey, LOG_VERSION,
 };
 use decider_core::rollout::Arm;
-use decider_core::decider::draw_from_id;
 use decider_core::{Action, Decider, Gates, State, ENCODER_VERSION, NUM_ACTIONS};
 
 /// The latency SLO, ms: a slower answer is a failure.
@@ -196,7 +196,8 @@ pub fn normal_cdf(z: f64) -> f64 {
     let t = 1.0 / (1.0 + 0.327_591_1 * x);
     let poly = t
         * (0.254_829_592
-            + t * (-0.284_496_736 + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+            + t * (-0.284_496_736
+                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
     let erf = 1.0 - poly * (-x * x).exp();
     if z >= 0.0 {
         0.5 * (1.0 + erf)
@@ -265,7 +266,11 @@ pub fn draw_outcome(rng: &mut Rng, s: &State, a: Action, r: &Regime) -> RouteOut
     let (status, error, latency) = if rng.chance(error) {
         if rng.chance(0.5) {
             let status = if rng.chance(0.5) { 502 } else { 503 };
-            (Some(status), Some(ErrorKind::UpstreamStatus), Some(round2(latency * 0.3)))
+            (
+                Some(status),
+                Some(ErrorKind::UpstreamStatus),
+                Some(round2(latency * 0.3)),
+            )
         } else {
             (None, Some(ErrorKind::Timeout), None)
         }
@@ -299,7 +304,11 @@ fn round4(x: f64) -> f64 {
 /// The decision times and states of a week (module docs), in time order.
 pub fn states(opts: &WorldOptions) -> Vec<(i64, State)> {
     let r = opts.regime();
-    let mut rng = Rng::new(opts.seed.wrapping_mul(0x9E37_79B9).wrapping_add(u64::from(opts.week)));
+    let mut rng = Rng::new(
+        opts.seed
+            .wrapping_mul(0x9E37_79B9)
+            .wrapping_add(u64::from(opts.week)),
+    );
     let start = WEEK1_MS + i64::from(opts.week - 1) * WEEK_MS;
     // Arrival times by thinning: uniform over the week, kept in proportion to traffic.
     let mut times = Vec::with_capacity(opts.decisions);
@@ -320,7 +329,14 @@ pub fn states(opts: &WorldOptions) -> Vec<(i64, State)> {
                 .collect();
             let region = rng.weighted(&weights);
             let night = local_hour(utc, TZ[region]) < 6.0;
-            let types = [0.26, 0.22, 0.14, if night { 0.36 } else { 0.12 }, 0.14, 0.12];
+            let types = [
+                0.26,
+                0.22,
+                0.14,
+                if night { 0.36 } else { 0.12 },
+                0.14,
+                0.12,
+            ];
             let request_type = rng.weighted(&types) as u8;
             let burst = if rng.chance(0.04) {
                 rng.range(0.2, 0.6)
@@ -329,9 +345,9 @@ pub fn states(opts: &WorldOptions) -> Vec<(i64, State)> {
             };
             let load = r.load_growth * (0.1 + 0.6 * traffic(hours) + 0.06 * rng.normal() + burst);
             let load = load.max(0.0);
-            let queue =
-                ((1.0 + 150.0 * (load - 0.45).max(0.0).powi(2)) * (0.7 * rng.normal()).exp())
-                    .round();
+            let queue = ((1.0 + 150.0 * (load - 0.45).max(0.0).powi(2))
+                * (0.7 * rng.normal()).exp())
+            .round();
             let success = (0.995 - 0.12 * (load - 0.75).max(0.0) - 0.0008 * queue
                 + 0.008 * rng.normal())
             .clamp(0.0, 1.0);
@@ -368,7 +384,11 @@ pub struct WorldDecision {
 pub fn log_week(logger: &Decider, opts: &WorldOptions) -> Result<Vec<WorldDecision>, String> {
     opts.check()?;
     let r = opts.regime();
-    let mut rng = Rng::new(opts.seed.wrapping_mul(31).wrapping_add(1000 + u64::from(opts.week)));
+    let mut rng = Rng::new(
+        opts.seed
+            .wrapping_mul(31)
+            .wrapping_add(1000 + u64::from(opts.week)),
+    );
     Ok(states(opts)
         .into_iter()
         .enumerate()

@@ -30,6 +30,16 @@ pub struct Args {
     /// With --logs: what an outcome is worth.
     #[command(flatten)]
     pub reward: RewardArgs,
+    /// With --logs: label a deterministic decision (propensity 1: the logger could take no
+    /// other action there) by the reward model like any other (`relabel`), or keep the logged
+    /// action (`keep`).
+    #[arg(long, value_enum, default_value_t = train_logs::Deterministic::Relabel, requires = "logs")]
+    pub deterministic: train_logs::Deterministic,
+    /// With --logs: out-of-distribution bounds from held-out evidence (`evidence`: a numeric
+    /// field's bound opens to its domain where the policy is not estimated to pay less than
+    /// the rules at that edge) or the training data's min and max (`data`).
+    #[arg(long, value_enum, default_value_t = train_logs::OodBounds::Evidence, requires = "logs")]
+    pub ood_bounds: train_logs::OodBounds,
     /// Output artifact (JSON). The model card (.md) and curve (.curve.svg) are written beside it.
     #[arg(long)]
     pub out: PathBuf,
@@ -94,11 +104,20 @@ pub fn run(a: &Args) -> Result<()> {
         )
         .into());
     }
+    let mut labels = None;
     let data = match &a.data {
         Some(path) => dataset::read(path)?,
         None => {
             let rule = a.reward.rule().map_err(CliError::Usage)?;
-            let (data, logs) = train_logs::dataset(&a.logs, rule, a.seed, !a.quiet)?;
+            let (data, logs, l) = train_logs::dataset(
+                &a.logs,
+                rule,
+                a.seed,
+                a.valid_fraction,
+                a.deterministic,
+                !a.quiet,
+            )?;
+            labels = Some(l);
             if !a.json {
                 let span = logs
                     .span_iso()
@@ -142,7 +161,7 @@ pub fn run(a: &Args) -> Result<()> {
         );
         b
     };
-    let trained = train::train(&data, valid.as_ref(), &opts, &rules, |r| {
+    let mut trained = train::train(&data, valid.as_ref(), &opts, &rules, |r| {
         bar.set_position(r.round as u64);
         bar.set_message(if r.valid_loss.is_nan() {
             // The refit on all rows has no held-out data to report.
@@ -158,6 +177,12 @@ pub fn run(a: &Args) -> Result<()> {
     })
     .map_err(|e| anyhow!(e))?;
     bar.finish_and_clear();
+    let gate = match &labels {
+        Some(l) => {
+            train_logs::value_gate(&mut trained, l, &rules, a.ood_bounds).map_err(|e| anyhow!(e))?
+        }
+        None => None,
+    };
     let art = &trained.artifact;
     std::fs::write(&a.out, train::to_json(art)).with_context(|| format!("{}", a.out.display()))?;
     let svg_path = sibling(&a.out, ".curve.svg");
@@ -172,11 +197,28 @@ pub fn run(a: &Args) -> Result<()> {
         Some(p) => std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?,
         None => String::new(),
     };
-    let svg_name = svg_path
-        .file_name()
-        .map_or(String::new(), |s| s.to_string_lossy().to_string());
-    std::fs::write(&card_path, card::model_card(art, &svg_name, &extra))
-        .with_context(|| format!("{}", card_path.display()))?;
+    let name = |p: &Path| {
+        p.file_name()
+            .map_or(String::new(), |s| s.to_string_lossy().to_string())
+    };
+    let mut written = vec![a.out.clone(), card_path.clone(), svg_path.clone()];
+    let value_name = match &gate {
+        Some(g) => {
+            let value_path = sibling(&a.out, ".value.svg");
+            let title = format!("{}: held-out value vs coverage", art.model_version);
+            std::fs::write(&value_path, card::value_svg(g, &title))
+                .with_context(|| format!("{}", value_path.display()))?;
+            written.push(value_path.clone());
+            Some(name(&value_path))
+        }
+        None => None,
+    };
+    let svg_name = name(&svg_path);
+    std::fs::write(
+        &card_path,
+        card::model_card(art, &svg_name, value_name.as_deref(), &extra),
+    )
+    .with_context(|| format!("{}", card_path.display()))?;
     let secs = started.elapsed().as_secs_f64();
     if a.json {
         let mut s = trained.summary.clone();
@@ -185,23 +227,37 @@ pub fn run(a: &Args) -> Result<()> {
         println!("{s}");
     } else {
         let m = &art.training["metrics"];
+        // A value-gated model's accuracy threshold is the one it does not use.
+        let (which, threshold) = match art.training["gate"]["accuracy_threshold"].as_f64() {
+            Some(t) => ("accuracy threshold", t),
+            None => ("threshold", art.threshold),
+        };
         println!(
-            "{}: {} rounds in {:.1}s; validation accuracy {:.2}%, threshold {:.3} (coverage {:.1}%, accuracy there {:.2}%), temperature {:.3}",
+            "{}: {} rounds in {:.1}s; validation accuracy {:.2}%, {which} {:.3} (coverage {:.1}%, accuracy there {:.2}%), temperature {:.3}",
             art.model_version,
             art.training["rounds"],
             secs,
             m["valid_accuracy"].as_f64().unwrap_or(0.0) * 100.0,
-            art.threshold,
+            threshold,
             m["valid_coverage_at_threshold"].as_f64().unwrap_or(0.0) * 100.0,
             m["valid_accuracy_at_threshold"].as_f64().unwrap_or(0.0) * 100.0,
             art.calibration.temperature
         );
-        println!(
-            "wrote {}, {}, {}",
-            a.out.display(),
-            card_path.display(),
-            svg_path.display()
-        );
+        if let Some(g) = &gate {
+            println!(
+                "value gate: threshold {:.3} (coverage {:.1}%): held-out value {:.4} ± {:.4}; model alone {:.4}, rules alone {:.4}, best {:.4} at coverage {:.1}%",
+                g.threshold,
+                g.coverage * 100.0,
+                g.value.value,
+                g.value.se,
+                g.model_value.value,
+                g.rules_value.value,
+                g.best.value,
+                g.best.coverage * 100.0
+            );
+        }
+        let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+        println!("wrote {}", names.join(", "));
     }
     Ok(())
 }

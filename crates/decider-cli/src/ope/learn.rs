@@ -51,6 +51,44 @@ pub fn policy_labels(
     samples: &[Sample],
     opts: &OpeOptions,
 ) -> Result<Vec<(State, Action)>, OpeError> {
+    label(samples, opts, &LabelOptions::default()).map(|l| l.rows)
+}
+
+/// How [`label`] labels.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LabelOptions {
+    /// Hold out this share of the usable samples, chosen as the trainer chooses its
+    /// validation rows ([`crate::train::split_indices`] with this seed), from the reward
+    /// model's fit: their predictions then come from a model that never saw them.
+    pub holdout: Option<(f64, u64)>,
+    /// Label deterministic decisions (propensity 1) by the reward model like the others,
+    /// instead of keeping the logged action.
+    pub relabel_deterministic: bool,
+}
+
+/// What [`label`] gives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Labels {
+    /// One labelled row per usable sample, in order.
+    pub rows: Vec<(State, Action)>,
+    /// The usable samples themselves, in the same order.
+    pub samples: Vec<Sample>,
+    /// The reward model's predictions for every usable sample.
+    pub q_hat: Vec<[f64; NUM_ACTIONS]>,
+    /// Indices of the held-out samples (empty without a hold-out).
+    pub holdout: Vec<usize>,
+}
+
+/// Labels each usable sample with its best supported action (module docs, step 3), the
+/// reward model fitted on the samples not held out.
+///
+/// # Errors
+/// An option out of range, or fewer than two usable samples.
+pub fn label(
+    samples: &[Sample],
+    opts: &OpeOptions,
+    how: &LabelOptions,
+) -> Result<Labels, OpeError> {
     opts.check()?;
     let (kept, refused) = usable(samples);
     if kept.len() < 2 {
@@ -60,16 +98,21 @@ pub fn policy_labels(
             refused,
         });
     }
-    let refs: Vec<&Sample> = kept.iter().collect();
+    let (teach, holdout) = match how.holdout {
+        Some((fraction, seed)) => crate::train::split_indices(kept.len(), fraction, seed),
+        None => ((0..kept.len()).collect(), Vec::new()),
+    };
+    let refs: Vec<&Sample> = teach.iter().map(|&i| &kept[i]).collect();
     let model = RewardModel::fit(&refs, opts.reward_model, opts.l2, opts.seed);
     let counts = cell_counts(kept.iter().map(|s| (&s.state, s.action)));
-    Ok(kept
+    let q_hat: Vec<[f64; NUM_ACTIONS]> = kept.iter().map(|s| model.predict(&s.state)).collect();
+    let rows = kept
         .iter()
-        .map(|s| {
-            if s.propensity >= DETERMINISTIC {
+        .zip(&q_hat)
+        .map(|(s, q)| {
+            if s.propensity >= DETERMINISTIC && !how.relabel_deterministic {
                 return (s.state, s.action);
             }
-            let q = model.predict(&s.state);
             // Ties keep the logged action: no evidence, no change.
             let mut best = s.action.index();
             for a in 0..NUM_ACTIONS {
@@ -79,7 +122,13 @@ pub fn policy_labels(
             }
             (s.state, Action::ALL[best])
         })
-        .collect())
+        .collect();
+    Ok(Labels {
+        rows,
+        samples: kept,
+        q_hat,
+        holdout,
+    })
 }
 
 #[cfg(test)]

@@ -60,6 +60,7 @@
 
 pub mod estimators;
 mod evaluate;
+pub mod gate;
 pub mod learn;
 mod options;
 pub mod reward_model;
@@ -71,7 +72,7 @@ mod target;
 
 pub use estimators::{Estimate, Weights};
 pub use evaluate::{evaluate, evaluate_rows, OpeReport, RewardModelFit};
-pub use learn::policy_labels;
+pub use learn::{label, policy_labels, LabelOptions, Labels};
 pub use options::{OpeError, OpeOptions, RewardModelKind};
 pub use sample::{write_dump, Refused, Row, Sample};
 pub use support::Support;
