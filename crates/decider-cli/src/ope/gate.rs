@@ -375,7 +375,11 @@ mod tests {
         assert!((g.coverage - 0.4975).abs() < 0.01, "{g:?}");
         // The best serves c > 0.5 (199 samples); the one at c = 0.5 costs 0.3 / 400, one
         // paired standard error of that one-sample difference, so the rule keeps it too.
-        assert!(g.best.threshold > 0.5 && g.best.threshold < 0.51, "{:?}", g.best);
+        assert!(
+            g.best.threshold > 0.5 && g.best.threshold < 0.51,
+            "{:?}",
+            g.best
+        );
         assert!(g.threshold >= 0.5 && g.threshold < 0.51, "{}", g.threshold);
         assert!((g.rules_value.value - 0.5).abs() < 1e-12);
         assert!((g.model_value.value - (0.9 * 199.0 + 0.2 * 201.0) / 400.0).abs() < 1e-12);
