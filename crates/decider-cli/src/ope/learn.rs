@@ -37,7 +37,7 @@
 //!   overload protection must stay with the rule table (or reject needs a reward).
 
 use super::options::{OpeError, OpeOptions};
-use super::reward_model::RewardModel;
+use super::reward_model::Bagged;
 use super::sample::{usable, Sample};
 use super::support::{cell_counts, cell_supports, DETERMINISTIC};
 use decider_core::{Action, State, NUM_ACTIONS};
@@ -103,7 +103,7 @@ pub fn label(
         None => ((0..kept.len()).collect(), Vec::new()),
     };
     let refs: Vec<&Sample> = teach.iter().map(|&i| &kept[i]).collect();
-    let model = RewardModel::fit(&refs, opts.reward_model, opts.l2, opts.seed);
+    let model = Bagged::fit(&refs, opts);
     let counts = cell_counts(kept.iter().map(|s| (&s.state, s.action)));
     let q_hat: Vec<[f64; NUM_ACTIONS]> = kept.iter().map(|s| model.predict(&s.state)).collect();
     let rows = kept

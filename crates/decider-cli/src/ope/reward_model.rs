@@ -36,7 +36,6 @@ use super::options::{OpeOptions, RewardModelKind};
 use super::reward_trees;
 use super::sample::Sample;
 use crate::rng::Rng;
-use decider_core::model::Ensemble;
 use decider_core::{encode, State, FEATURE_DIM, NUM_ACTIONS};
 
 const LOAD_STEPS: [f64; 10] = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
@@ -89,7 +88,7 @@ pub fn features(s: &State) -> [f64; DIM] {
 enum ActionModel {
     Constant(f64),
     Logistic(Vec<f64>),
-    Trees(Ensemble),
+    Trees(Box<reward_trees::TreeModel>),
 }
 
 /// One model per action.
@@ -126,9 +125,9 @@ impl RewardModel {
                     RewardModelKind::Trees if mine.len() < reward_trees::MIN_ROWS => {
                         ActionModel::Constant(mean)
                     }
-                    RewardModelKind::Trees => {
-                        ActionModel::Trees(reward_trees::fit(&mine, seed.wrapping_add(a as u64)))
-                    }
+                    RewardModelKind::Trees => ActionModel::Trees(Box::new(
+                        reward_trees::TreeModel::fit(&mine, seed.wrapping_add(a as u64)),
+                    )),
                     RewardModelKind::Logistic => {
                         let x: Vec<[f64; DIM]> = mine.iter().map(|s| features(&s.state)).collect();
                         let y: Vec<f64> = mine.iter().map(|s| s.reward).collect();
@@ -143,12 +142,50 @@ impl RewardModel {
     /// Predicted reward of every action in `s`.
     pub fn predict(&self, s: &State) -> [f64; NUM_ACTIONS] {
         let x = features(s);
-        let e = encode(s);
         std::array::from_fn(|a| match &self.per_action[a] {
             ActionModel::Constant(c) => *c,
             ActionModel::Logistic(beta) => sigmoid(dot(beta, &x)),
-            ActionModel::Trees(t) => reward_trees::predict(t, &e),
+            ActionModel::Trees(t) => t.predict(s),
         })
+    }
+}
+
+/// The mean of the K reward models cross-fitting fits ([`cross_fit`]: the same folds and
+/// seeds), each on all samples but one fold. Averaging them (bagging) cuts the variance of
+/// the trees' `q̂` wherever the logs are thin, which is where an `argmax q̂` label flips.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bagged {
+    members: Vec<RewardModel>,
+}
+
+impl Bagged {
+    /// Fits the `opts.folds` members on `samples`.
+    pub fn fit(samples: &[&Sample], opts: &OpeOptions) -> Bagged {
+        let fold = assign_folds(samples.len(), opts.folds, opts.seed);
+        let members = (0..opts.folds)
+            .map(|k| {
+                let train: Vec<&Sample> = samples
+                    .iter()
+                    .zip(&fold)
+                    .filter(|(_, &f)| f != k)
+                    .map(|(s, _)| *s)
+                    .collect();
+                let seed = opts.seed.wrapping_add(1000 * k as u64);
+                RewardModel::fit(&train, opts.reward_model, opts.l2, seed)
+            })
+            .collect();
+        Bagged { members }
+    }
+
+    /// The members' mean predicted reward of every action in `s`.
+    pub fn predict(&self, s: &State) -> [f64; NUM_ACTIONS] {
+        let mut q = [0.0; NUM_ACTIONS];
+        for m in &self.members {
+            for (sum, p) in q.iter_mut().zip(m.predict(s)) {
+                *sum += p;
+            }
+        }
+        q.map(|sum| sum / self.members.len().max(1) as f64)
     }
 }
 
