@@ -236,6 +236,20 @@ peers:
 	$(PEERS_PY) -m pip install --quiet scikit-learn==1.5.2 lightgbm==4.7.0
 	$(PEERS_PY) bench/peers.py --decider target/release/decider --out model/peers.md
 
+# Policies learned from logs, scored by true value on the world of crates/decider-cli/src/world.rs:
+# decider train --logs against a LightGBM direct method and OBP's IPW learner, six seeds
+# (bench/value_peers.py; writes docs/reports/VALUE.md and bench/results/value.json).
+VALUE_PY := .tools/value-venv/bin/python
+VALUE_SEEDS ?= 1-6
+.PHONY: value
+value:
+	cargo build --release --locked -p decider-cli --bin decider --example world
+	[ -x $(VALUE_PY) ] || python3 -m venv .tools/value-venv
+	$(VALUE_PY) -m pip install --quiet numpy scipy scikit-learn==1.5.2 lightgbm==4.7.0 pandas tqdm pyyaml matplotlib seaborn
+	$(VALUE_PY) -m pip install --quiet --no-deps --ignore-requires-python obp==0.5.7
+	$(VALUE_PY) bench/value_peers.py --seeds $(VALUE_SEEDS) --out bench/results/value.json \
+		--markdown docs/reports/VALUE.md
+
 # The release CLI: training 20,000 rows is numeric work (python3 standard library only).
 unseen:
 	cargo build --release --locked -p decider-cli
