@@ -162,19 +162,9 @@ impl Bagged {
     /// Fits the `opts.folds` members on `samples`.
     pub fn fit(samples: &[&Sample], opts: &OpeOptions) -> Bagged {
         let fold = assign_folds(samples.len(), opts.folds, opts.seed);
-        let members = (0..opts.folds)
-            .map(|k| {
-                let train: Vec<&Sample> = samples
-                    .iter()
-                    .zip(&fold)
-                    .filter(|(_, &f)| f != k)
-                    .map(|(s, _)| *s)
-                    .collect();
-                let seed = opts.seed.wrapping_add(1000 * k as u64);
-                RewardModel::fit(&train, opts.reward_model, opts.l2, seed)
-            })
-            .collect();
-        Bagged { members }
+        Bagged {
+            members: fit_folds(samples, &fold, opts, opts.reward_model),
+        }
     }
 
     /// The members' mean predicted reward of every action in `s`.
@@ -214,31 +204,45 @@ pub fn assign_folds(n: usize, folds: usize, seed: u64) -> Vec<usize> {
     fold
 }
 
+/// One model of `kind` per fold, fitted on the samples of every other fold (seeded by the
+/// fold), in fold order.
+fn fit_folds(
+    samples: &[&Sample],
+    fold: &[usize],
+    opts: &OpeOptions,
+    kind: RewardModelKind,
+) -> Vec<RewardModel> {
+    (0..opts.folds)
+        .map(|k| {
+            let train: Vec<&Sample> = samples
+                .iter()
+                .zip(fold)
+                .filter(|(_, &f)| f != k)
+                .map(|(s, _)| *s)
+                .collect();
+            let seed = opts.seed.wrapping_add(1000 * k as u64);
+            RewardModel::fit(&train, kind, opts.l2, seed)
+        })
+        .collect()
+}
+
 /// Cross-fits the reward model (module docs).
 pub fn cross_fit(samples: &[Sample], opts: &OpeOptions) -> CrossFit {
     let n = samples.len();
     let fold = assign_folds(n, opts.folds, opts.seed);
-    let mut q_hat = vec![[0.0; NUM_ACTIONS]; n];
-    let mut base = vec![0.0; n];
-    for k in 0..opts.folds {
-        let train: Vec<&Sample> = samples
-            .iter()
-            .zip(&fold)
-            .filter(|(_, &f)| f != k)
-            .map(|(s, _)| s)
-            .collect();
-        let held: Vec<usize> = (0..n).filter(|&i| fold[i] == k).collect();
-        if held.is_empty() {
-            continue;
-        }
-        let seed = opts.seed.wrapping_add(1000 * k as u64);
-        let model = RewardModel::fit(&train, opts.reward_model, opts.l2, seed);
-        let mean = RewardModel::fit(&train, RewardModelKind::ActionMean, opts.l2, seed);
-        for i in held {
-            q_hat[i] = model.predict(&samples[i].state);
-            base[i] = mean.predict(&samples[i].state)[samples[i].action.index()];
-        }
-    }
+    let refs: Vec<&Sample> = samples.iter().collect();
+    let models = fit_folds(&refs, &fold, opts, opts.reward_model);
+    let means = fit_folds(&refs, &fold, opts, RewardModelKind::ActionMean);
+    let q_hat: Vec<[f64; NUM_ACTIONS]> = samples
+        .iter()
+        .zip(&fold)
+        .map(|(s, &k)| models[k].predict(&s.state))
+        .collect();
+    let base: Vec<f64> = samples
+        .iter()
+        .zip(&fold)
+        .map(|(s, &k)| means[k].predict(&s.state)[s.action.index()])
+        .collect();
     let mse_of = |pred: &dyn Fn(usize) -> f64| {
         (0..n)
             .map(|i| (pred(i) - samples[i].reward).powi(2))
