@@ -159,8 +159,8 @@ def one_seed(args, seed, work):
     ope = json.loads(run([args.decider, "ope", "--logs", os.path.join(d, "week2.log"), "--model",
                           model, "--slo-ms", "300", "--json", "--quiet"]).stdout)
     dr = ope["dr"]
-    res["ope"] = {"dr": dr["value"], "ci95": dr["ci95"], "bounds": dr.get("bounds"),
-                  "unsupported_mass": ope.get("unsupported_mass"), "truth": res["decider"]}
+    res["ope"] = {"dr": dr["value"], "ci95": dr["ci95"], "bounds": ope["dr_bounds"] or dr["ci95"],
+                  "unsupported_mass": ope["support"]["unsupported_mass"], "truth": res["decider"]}
     if not args.no_peers:
         t0 = time.monotonic()
         res["lightgbm_dm"] = value(q2, direct_method(x1, a1, r1, seed)(x2))

@@ -144,7 +144,8 @@ fn est(e: &Estimate) -> Value {
 }
 
 /// The `--json` object: `n`, `logged_value`, `ips`, `snips` (null when undefined), `dr`,
-/// `dm` (each `{value, se, ci95}`), `ess`, `warnings`, and the details.
+/// `dm` (each `{value, se, ci95}`), `dr_bounds` (`[low, high]`, null without unsupported
+/// mass), `ess`, `warnings`, and the details.
 pub fn to_json(o: &OpeOutcome) -> Value {
     let r = &o.report;
     let span = o.logs.span_iso();
@@ -155,6 +156,7 @@ pub fn to_json(o: &OpeOutcome) -> Value {
         "ips": est(&r.ips),
         "snips": r.snips.as_ref().map(est),
         "dr": est(&r.dr),
+        "dr_bounds": r.dr_bounds,
         "dm": est(&r.dm),
         "ess": r.ess,
         "warnings": o.warnings,
@@ -223,6 +225,14 @@ pub fn to_text(o: &OpeOutcome) -> String {
         }
     }
     row(&mut s, "DR", &r.dr);
+    if let Some([lo, hi]) = r.dr_bounds {
+        let _ = writeln!(
+            s,
+            "  {:<15}{:>8}   [{lo:.4}, {hi:.4}]  (DR, with what the logger could never take valued \
+             0 to 1 instead of by the reward model)",
+            "DR bounds", ""
+        );
+    }
     row(&mut s, "DM (model only)", &r.dm);
     let _ = writeln!(
         s,

@@ -3,6 +3,7 @@
 //! cross-fitted reward predictions.
 
 use super::sample::Row;
+use super::support::DETERMINISTIC;
 use serde::Serialize;
 
 /// Two-sided 95% standard-normal quantile.
@@ -109,6 +110,42 @@ pub fn dm(rows: &[Row]) -> Estimate {
     mean_of(rows.iter().map(model_value))
 }
 
+/// DR's 95% interval with nothing resting on the reward model where the logs cannot check
+/// it: on a sample whose logged action had propensity 1, the target's mass on the other
+/// actions is valued at the reward's range (0 for the low end, 1 for the high end) instead
+/// of `q̂`. Returns `[low − 1.96 se, high + 1.96 se]` — the union of the two ends' intervals,
+/// which covers the value with at least 95% whatever those unseen actions pay (Manski's
+/// bounds) — or `None` when no such mass exists (the interval is DR's own).
+pub fn dr_bounds(rows: &[Row]) -> Option<[f64; 2]> {
+    let unsupported = |r: &Row| {
+        if r.propensity < DETERMINISTIC {
+            return 0.0;
+        }
+        let logged = r.action.index();
+        (0..r.target.len())
+            .filter(|&a| a != logged)
+            .map(|a| r.target[a])
+            .sum::<f64>()
+    };
+    if !rows.iter().any(|r| unsupported(r) > 0.0) {
+        return None;
+    }
+    // DR's term with the unsupported mass's q̂ replaced by `fill`.
+    let end = |fill: f64| {
+        mean_of(rows.iter().map(|r| {
+            let off = unsupported(r);
+            let seen: f64 = if off > 0.0 {
+                r.target[r.action.index()] * r.q_hat[r.action.index()] + off * fill
+            } else {
+                model_value(r)
+            };
+            seen + r.weight() * (r.reward - r.q_hat[r.action.index()])
+        }))
+    };
+    let (low, high) = (end(0.0), end(1.0));
+    Some([low.ci95[0], high.ci95[1]])
+}
+
 /// Doubly robust: the direct method plus the importance-weighted residual of the logged
 /// action, `Σ_a π(a|x_i) q̂(x_i, a) + w_i (r_i − q̂(x_i, a_i))`.
 pub fn dr(rows: &[Row]) -> Estimate {
@@ -179,6 +216,31 @@ mod tests {
 
     fn close(a: f64, b: f64) {
         assert!((a - b).abs() < 1e-12, "{a} != {b}");
+    }
+
+    #[test]
+    fn dr_bounds_value_what_the_logger_could_not_take_from_0_to_1() {
+        let mut r = rows();
+        assert_eq!(dr_bounds(&r), None, "every row explored: DR's own interval");
+        // A fourth row the logger could only reject (propensity 1); the target routes half
+        // of it to route_a and half to route_b, whose q̂ (0.9, 0.7) nothing in the logs checks.
+        r.push(row(
+            Action::Reject,
+            1.0,
+            0.0,
+            [0.5, 0.5, 0.0, 0.0],
+            [0.9, 0.7, 0.0, 0.0],
+        ));
+        let [lo, hi] = dr_bounds(&r).unwrap();
+        // DR terms 1.0, 0.2, 0.2 as below, then 0 + 1·(0 − 0) plus the unsupported mass
+        // (1.0) at 0 or at 1; DR itself fills in 0.8.
+        let low = mean_of([1.0, 0.2, 0.2, 0.0].into_iter());
+        let high = mean_of([1.0, 0.2, 0.2, 1.0].into_iter());
+        close(lo, low.ci95[0]);
+        close(hi, high.ci95[1]);
+        let d = dr(&r);
+        close(d.value, (1.0 + 0.2 + 0.2 + 0.8) / 4.0);
+        assert!(lo < d.ci95[0] && d.ci95[1] < hi, "{lo} {hi} {d:?}");
     }
 
     #[test]

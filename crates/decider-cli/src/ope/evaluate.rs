@@ -41,6 +41,9 @@ pub struct OpeReport {
     pub snips: Option<Estimate>,
     /// Doubly robust.
     pub dr: Estimate,
+    /// DR's interval without the reward model's extrapolation to actions the logger could
+    /// not take ([`estimators::dr_bounds`]); `None` when the target takes none.
+    pub dr_bounds: Option<[f64; 2]>,
     /// Direct method (reward model only).
     pub dm: Estimate,
     /// Effective sample size `(Σ w)² / Σ w²`.
@@ -108,6 +111,7 @@ pub fn evaluate_rows(
         ips: estimators::ips(&rows),
         snips: estimators::snips(&rows),
         dr: estimators::dr(&rows),
+        dr_bounds: estimators::dr_bounds(&rows),
         dm: estimators::dm(&rows),
         ess: estimators::ess(&rows),
         weights: estimators::weights(&rows),
