@@ -291,16 +291,11 @@ pub fn compare(
     let allocation = allocation.filter(|a| *a > 0.0 && *a < 1.0);
     let evidence = allocation.and_then(|a| Evidence::of(treatment, baseline, a));
     let verdict = match evidence {
-        Some(e) => {
-            let bar = (2.0 / alpha).ln();
-            if e.better >= bar {
-                Verdict::Better
-            } else if e.worse >= bar && (max_loss == 0.0 || hi < -max_loss) {
-                Verdict::Worse
-            } else {
-                Verdict::Undecided
-            }
-        }
+        // With a tolerated loss, Worse also needs the difference's sequence below it.
+        Some(e) => match e.verdict(alpha) {
+            Verdict::Worse if !(max_loss == 0.0 || hi < -max_loss) => Verdict::Undecided,
+            v => v,
+        },
         None if lo > 0.0 => Verdict::Better,
         None if hi < -max_loss => Verdict::Worse,
         None => Verdict::Undecided,

@@ -33,17 +33,7 @@ enum Judge {
 /// The verdict of `judge` on the counts at a look; α is the whole comparison's.
 fn verdict(judge: Judge, prior: &Prior, t: &Sample, b: &Sample, alpha: f64) -> Verdict {
     match judge {
-        Judge::TwoSample => {
-            let e = Evidence::with(prior, t, b);
-            let bar = (2.0 / alpha).ln();
-            if e.better >= bar {
-                Verdict::Better
-            } else if e.worse >= bar {
-                Verdict::Worse
-            } else {
-                Verdict::Undecided
-            }
-        }
+        Judge::TwoSample => Evidence::with(prior, t, b).verdict(alpha),
         Judge::Union => compare(t, b, alpha, 0.0, None).verdict,
         Judge::Msprt => {
             if t.n < 2 || b.n < 2 {
