@@ -21,9 +21,9 @@ use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 
 /// How the labels are made, for the training record and the model card.
-pub const LABELS: &str = "argmax of a boosted-tree reward model q(x, a) over the actions \
-    logged in the state's request_type x region cell, fitted on the rows not held out for \
-    validation";
+pub const LABELS: &str = "argmax of a boosted-tree reward model q(x, a) (the mean of the \
+    five cross-fitting models) over the actions logged in the state's request_type x region \
+    cell, fitted on the rows not held out for validation";
 
 /// Reads `paths` into a labelled dataset; `seed` seeds the reward model and chooses the
 /// `valid_fraction` of samples the trainer will hold out (the reward model does not see them
