@@ -46,7 +46,6 @@
 //! began after the step did.
 
 use crate::sample::Sample;
-use crate::sequential::Verdict;
 
 /// Baseline levels of the prior, as log-odds.
 const LEVELS: usize = 40;
@@ -123,19 +122,6 @@ impl Prior {
 }
 
 impl Evidence {
-    /// The verdict at error rate `alpha` (each direction at α/2, by Ville's inequality):
-    /// Better when the "better" e-value reaches 2/α, else Worse when the "worse" one does.
-    pub fn verdict(&self, alpha: f64) -> Verdict {
-        let bar = (2.0 / alpha).ln();
-        if self.better >= bar {
-            Verdict::Better
-        } else if self.worse >= bar {
-            Verdict::Worse
-        } else {
-            Verdict::Undecided
-        }
-    }
-
     /// Both e-processes for the counts `treatment` and `baseline`, the treatment receiving a
     /// share `allocation` of the two arms' outcomes (in (0, 1); None outside). Rewards are
     /// clamped into `[0, 1]`; arms without outcomes give ln e = 0.

@@ -258,6 +258,22 @@ fn summary(s: &Sample, a: f64) -> ArmSummary {
     }
 }
 
+// Here rather than in `evidence`, which knows nothing of verdicts (no module cycle).
+impl Evidence {
+    /// The verdict at error rate `alpha` (each direction at α/2, by Ville's inequality):
+    /// Better when the "better" e-value reaches 2/α, else Worse when the "worse" one does.
+    pub fn verdict(&self, alpha: f64) -> Verdict {
+        let bar = (2.0 / alpha).ln();
+        if self.better >= bar {
+            Verdict::Better
+        } else if self.worse >= bar {
+            Verdict::Worse
+        } else {
+            Verdict::Undecided
+        }
+    }
+}
+
 /// Compares `treatment` with `baseline` at error rate `alpha` (clamped into (0, 1)) with
 /// the largest tolerated loss `max_loss` (clamped into [0, 1]), the treatment receiving
 /// `allocation` of the two arms' traffic (the share of outcomes that are the treatment's,
