@@ -47,14 +47,13 @@ pub fn curve_svg(points: &[CurvePoint], threshold: f64, title: &str) -> String {
             p.accuracy * 100.0
         ));
     }
-    s.raw(&format!(
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">coverage (share decided by the model)</text>\n",
-        w / 2.0,
-        h - 12.0
-    ));
+    s.x_title(w / 2.0, h - 12.0, COVERAGE_TITLE);
     s.y_title(14.0, h / 2.0, "accuracy of model-decided share");
     s.finish()
 }
+
+/// Both curves' x-axis title.
+const COVERAGE_TITLE: &str = "coverage (share decided by the model)";
 
 /// Renders the value–coverage curve of a value gate: the whole served policy's held-out value
 /// at each coverage, the rules' value (coverage 0) as a dashed line, the chosen threshold and
@@ -117,11 +116,7 @@ pub fn value_svg(g: &ValueGate, title: &str) -> String {
             g.best.coverage * 100.0
         ),
     );
-    s.raw(&format!(
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">coverage (share decided by the model)</text>\n",
-        w / 2.0,
-        h - 12.0
-    ));
+    s.x_title(w / 2.0, h - 12.0, COVERAGE_TITLE);
     s.y_title(14.0, h / 2.0, "held-out value of the served policy (DR)");
     s.finish()
 }

@@ -69,6 +69,15 @@ impl Svg {
         );
     }
 
+    /// A label centred on `x` (an x-axis title).
+    pub fn x_title(&mut self, x: f64, y: f64, content: &str) {
+        let _ = writeln!(
+            self.text,
+            r##"<text x="{x}" y="{y}" text-anchor="middle">{}</text>"##,
+            escape(content)
+        );
+    }
+
     /// A label rotated to read upwards, centred on `y` (a y-axis title).
     pub fn y_title(&mut self, x: f64, y: f64, content: &str) {
         let _ = writeln!(
