@@ -34,12 +34,12 @@
 //! its state ([`q_true`]) — so any policy's **true expected value** on those states is known.
 
 use crate::rng::Rng;
-use decider_core::decider::draw_from_id;
 use decider_core::record::{
-    Attempt, DecisionRecord, Endpoint, ErrorKind, RouteOutcome, RoutingKey, LOG_VERSION,
+    Attempt, DecisionRecord, Endpoint, ErrorKind, RouteOutcome, RoutingKey,
 };
+use decider_core::request::{self, Decided, Request};
 use decider_core::rollout::Arm;
-use decider_core::{Action, Decider, Gates, State, ENCODER_VERSION, NUM_ACTIONS};
+use decider_core::{Action, Decider, Gates, State, NUM_ACTIONS};
 
 /// The latency SLO, ms: a slower answer is a failure.
 pub const SLO_MS: f64 = 300.0;
@@ -393,45 +393,35 @@ pub fn log_week(logger: &Decider, opts: &WorldOptions) -> Result<Vec<WorldDecisi
         .into_iter()
         .enumerate()
         .map(|(i, (ts, state))| {
-            let id = format!("w{}-s{}-{i:06}", opts.week, opts.seed);
             let greedy = logger.decide(&state, Gates::default());
             let dist = logger.serving_distribution(&greedy);
-            let served = logger.serve(greedy, draw_from_id(&id));
-            let d = served.decision;
-            let outcome = draw_outcome(&mut rng, &state, d.action, &r);
-            let (status, latency) = outcome.decided(d.action);
+            // Decided and recorded as the Worker's edge routing does it: an unsigned id, whose
+            // last character (here a placeholder) becomes the arm and source's tag.
+            let request = Request {
+                state,
+                gates: Gates::default(),
+                endpoint: Endpoint::Route,
+                arm: Arm::Champion,
+                key: RoutingKey::Given,
+                decision_id: format!("w{}-s{}-{i:06}-_", opts.week, opts.seed),
+                keys: None,
+                request_id: None,
+                backend: "embedded",
+                now_ms: ts as f64,
+                decision_us: 0,
+            };
+            let Decided {
+                decision,
+                mut record,
+            } = request::decide(logger, request, None);
+            let outcome = draw_outcome(&mut rng, &state, decision.action, &r);
+            let (status, latency) = outcome.decided(decision.action);
             let reward = f64::from(u8::from(
-                d.action != Action::Reject
+                decision.action != Action::Reject
                     && status.is_some_and(|s| s < 500)
                     && latency.is_some_and(|l| l <= SLO_MS),
             ));
-            let record = DecisionRecord {
-                log_version: LOG_VERSION,
-                ts: iso_ms(ts),
-                decision_id: id,
-                request_id: None,
-                endpoint: Endpoint::Route,
-                state,
-                action: d.action,
-                source: d.source,
-                fallback_reason: d.fallback_reason,
-                rule: d.rule.clone(),
-                confidence: d.confidence,
-                probabilities: d.probabilities,
-                propensity: served.propensity,
-                explored: served.explored,
-                model_version: d.model_version.clone(),
-                rules_version: logger.rules_version().map(str::to_owned),
-                encoder_version: ENCODER_VERSION,
-                backend: "embedded".into(),
-                arm: Arm::Champion,
-                key: RoutingKey::Given,
-                decision_us: 20,
-                outcome: Some(outcome),
-                request: None,
-                shadow: None,
-                detail: None,
-            };
+            record.outcome = Some(outcome);
             WorldDecision {
                 record,
                 q: q_true(&state, &r),
@@ -440,14 +430,6 @@ pub fn log_week(logger: &Decider, opts: &WorldOptions) -> Result<Vec<WorldDecisi
             }
         })
         .collect())
-}
-
-/// `2026-11-02T10:00:00.123Z` for `ms` since the epoch.
-fn iso_ms(ms: i64) -> String {
-    let mut s = crate::logs::format_iso_s(ms);
-    s.pop();
-    s.push_str(&format!(".{:03}Z", ms.rem_euclid(1000)));
-    s
 }
 
 /// Mean true value of a policy's actions over decisions: `mean q[a_i]`.
@@ -476,4 +458,63 @@ pub fn oracle_value(decisions: &[WorldDecision]) -> f64 {
         .map(|d| d.q.iter().copied().fold(0.0, f64::max))
         .sum::<f64>()
         / decisions.len().max(1) as f64
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use decider_core::decider::{Explore, Params};
+    use decider_core::decision_id::{base, base_tag};
+    use decider_core::record::Record;
+    use decider_core::rules::RuleTable;
+    use decider_core::{Model, ModelSource};
+    use std::collections::HashSet;
+    use std::sync::Arc;
+
+    /// The shipped model with 10% exploration and the shipped rules: the example's logger.
+    fn logger() -> Decider {
+        let text = include_str!("../../../model/decision-model.json");
+        let rules = RuleTable::from_json(decider_core::DEFAULT_RULES_JSON).unwrap();
+        Decider::new(
+            ModelSource::Local(Arc::new(Model::from_json(text).unwrap())),
+            Some(rules.into()),
+            Params {
+                explore: Explore::from_percent(10.0).unwrap(),
+                ..Params::default()
+            },
+        )
+    }
+
+    /// The world logs what the Worker logs: every line reads back as the same record, ids
+    /// are unique and carry the tag of their arm and source, and each propensity is the
+    /// logger's probability of the logged action.
+    #[test]
+    fn logs_are_the_workers_records() {
+        let opts = WorldOptions {
+            seed: 7,
+            decisions: 2_000,
+            week: 1,
+            shift: true,
+        };
+        let logged = log_week(&logger(), &opts).unwrap();
+        assert_eq!(logged.len(), 2_000);
+        let mut ids = HashSet::new();
+        let mut explored = 0;
+        for d in &logged {
+            let r = &d.record;
+            let Record::Decision(back) = Record::from_line(&r.to_line()).unwrap() else {
+                panic!("not a decision record: {}", r.to_line());
+            };
+            assert_eq!(&back, r);
+            assert!(ids.insert(r.decision_id.clone()), "{} twice", r.decision_id);
+            assert_eq!(base(&r.decision_id), r.decision_id, "unsigned");
+            assert_eq!(base_tag(&r.decision_id), Some((r.arm, r.source)));
+            assert_eq!(r.propensity, d.logger[r.action.index()], "{}", r.decision_id);
+            assert!(r.outcome.is_some());
+            explored += usize::from(r.explored);
+        }
+        // 10% exploration of the decisions the model makes: some, not most.
+        assert!((50..400).contains(&explored), "{explored} explored");
+    }
 }
