@@ -510,7 +510,12 @@ mod tests {
             assert!(ids.insert(r.decision_id.clone()), "{} twice", r.decision_id);
             assert_eq!(base(&r.decision_id), r.decision_id, "unsigned");
             assert_eq!(base_tag(&r.decision_id), Some((r.arm, r.source)));
-            assert_eq!(r.propensity, d.logger[r.action.index()], "{}", r.decision_id);
+            assert_eq!(
+                r.propensity,
+                d.logger[r.action.index()],
+                "{}",
+                r.decision_id
+            );
             assert!(r.outcome.is_some());
             explored += usize::from(r.explored);
         }
