@@ -19,8 +19,9 @@
 //! `r_i / p_i`) or DR pseudo-rewards: the trainer takes unweighted hard labels, and with
 //! ε = 0.1 exploration the weights reach 30, so per-sample DR scores are too noisy to argmax.
 //! The price is the reward model's bias, which step 5 measures with an estimator (DR) that
-//! does not share it. Once the trees accept sample weights, cost-sensitive classification on
-//! DR scores is the natural next step.
+//! does not share it. Both cost-sensitive alternatives were tried on the project's world and
+//! lost or tied (docs/learning.md): argmax of per-action DR scores, and rows weighted by
+//! their regret gap.
 //!
 //! # Assumptions
 //! - **Overlap (positivity)**: only explored traffic teaches anything new; where the logger
