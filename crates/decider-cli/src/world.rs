@@ -38,7 +38,7 @@ use decider_core::record::{
     Attempt, DecisionRecord, Endpoint, ErrorKind, RouteOutcome, RoutingKey,
 };
 use decider_core::request::{self, Decided, Request};
-use decider_core::rollout::Arm;
+use decider_core::rollout::{Arm, Observation, SuccessRule};
 use decider_core::{Action, Decider, Gates, State, NUM_ACTIONS};
 
 /// The latency SLO, ms: a slower answer is a failure.
@@ -384,6 +384,10 @@ pub struct WorldDecision {
 pub fn log_week(logger: &Decider, opts: &WorldOptions) -> Result<Vec<WorldDecision>, String> {
     opts.check()?;
     let r = opts.regime();
+    let success = SuccessRule {
+        slo_ms: Some(SLO_MS),
+        ..SuccessRule::default()
+    };
     let mut rng = Rng::new(
         opts.seed
             .wrapping_mul(31)
@@ -415,12 +419,14 @@ pub fn log_week(logger: &Decider, opts: &WorldOptions) -> Result<Vec<WorldDecisi
                 mut record,
             } = request::decide(logger, request, None);
             let outcome = draw_outcome(&mut rng, &state, decision.action, &r);
-            let (status, latency) = outcome.decided(decision.action);
-            let reward = f64::from(u8::from(
-                decision.action != Action::Reject
-                    && status.is_some_and(|s| s < 500)
-                    && latency.is_some_and(|l| l <= SLO_MS),
-            ));
+            let (status, latency_ms) = outcome.decided(decision.action);
+            // The reward as `--slo-ms 300` reads it from the log.
+            let reward = success.reward(&Observation {
+                reward: None,
+                status,
+                latency_ms,
+                rejected: decision.action == Action::Reject,
+            });
             record.outcome = Some(outcome);
             WorldDecision {
                 record,

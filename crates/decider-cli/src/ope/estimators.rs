@@ -3,7 +3,7 @@
 //! cross-fitted reward predictions.
 
 use super::sample::Row;
-use super::support::DETERMINISTIC;
+use super::support::unsupported_mass;
 use serde::Serialize;
 
 /// Two-sided 95% standard-normal quantile.
@@ -117,29 +117,19 @@ pub fn dm(rows: &[Row]) -> Estimate {
 /// which covers the value with at least 95% whatever those unseen actions pay (Manski's
 /// bounds) — or `None` when no such mass exists (the interval is DR's own).
 pub fn dr_bounds(rows: &[Row]) -> Option<[f64; 2]> {
-    let unsupported = |r: &Row| {
-        if r.propensity < DETERMINISTIC {
-            return 0.0;
-        }
-        let logged = r.action.index();
-        (0..r.target.len())
-            .filter(|&a| a != logged)
-            .map(|a| r.target[a])
-            .sum::<f64>()
-    };
-    if !rows.iter().any(|r| unsupported(r) > 0.0) {
+    if !rows.iter().any(|r| unsupported_mass(r) > 0.0) {
         return None;
     }
     // DR's term with the unsupported mass's q̂ replaced by `fill`.
     let end = |fill: f64| {
         mean_of(rows.iter().map(|r| {
-            let off = unsupported(r);
+            let off = unsupported_mass(r);
             let seen: f64 = if off > 0.0 {
                 r.target[r.action.index()] * r.q_hat[r.action.index()] + off * fill
             } else {
                 model_value(r)
             };
-            seen + r.weight() * (r.reward - r.q_hat[r.action.index()])
+            seen + correction(r)
         }))
     };
     let (low, high) = (end(0.0), end(1.0));
@@ -149,10 +139,13 @@ pub fn dr_bounds(rows: &[Row]) -> Option<[f64; 2]> {
 /// Doubly robust: the direct method plus the importance-weighted residual of the logged
 /// action, `Σ_a π(a|x_i) q̂(x_i, a) + w_i (r_i − q̂(x_i, a_i))`.
 pub fn dr(rows: &[Row]) -> Estimate {
-    mean_of(
-        rows.iter()
-            .map(|r| model_value(r) + r.weight() * (r.reward - r.q_hat[r.action.index()])),
-    )
+    mean_of(rows.iter().map(|r| model_value(r) + correction(r)))
+}
+
+/// DR's correction in one row: the importance-weighted residual of the logged action,
+/// `w (r − q̂(x, a))`.
+fn correction(r: &Row) -> f64 {
+    r.weight() * (r.reward - r.q_hat[r.action.index()])
 }
 
 /// Effective sample size `(Σ w)² / Σ w²` (0 when every weight is 0).

@@ -55,6 +55,19 @@ pub fn cell_supports(counts: &[[usize; NUM_ACTIONS]], s: &State, a: usize, min: 
     counts[cell(s)][a] >= min
 }
 
+/// The target's mass on actions the logger could not take in this row: every action but the
+/// logged one when the logged propensity was 1, else none.
+pub fn unsupported_mass(r: &Row) -> f64 {
+    if r.propensity < DETERMINISTIC {
+        return 0.0;
+    }
+    let logged = r.action.index();
+    (0..NUM_ACTIONS)
+        .filter(|&a| a != logged)
+        .map(|a| r.target[a])
+        .sum()
+}
+
 /// Computes the overlap diagnostics.
 pub fn analyse(rows: &[Row], min_cell_support: usize) -> Support {
     let counts = cell_counts(rows.iter().map(|r| (&r.state, r.action)));
@@ -66,13 +79,9 @@ pub fn analyse(rows: &[Row], min_cell_support: usize) -> Support {
         unlogged_cell_mass: 0.0,
     };
     for r in rows {
-        let logged = r.action.index();
         if r.propensity >= DETERMINISTIC {
             s.deterministic += 1;
-            let off: f64 = (0..NUM_ACTIONS)
-                .filter(|&a| a != logged)
-                .map(|a| r.target[a])
-                .sum();
+            let off = unsupported_mass(r);
             if off > MASS {
                 s.unsupported_samples += 1;
                 s.unsupported_mass += off;
