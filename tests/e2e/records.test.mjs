@@ -265,4 +265,21 @@ describe("exploration", () => {
     // 20% explored: binomial(300, 0.2) is 60 ± 6.9; allow 4 standard deviations.
     expect(Math.abs(explored - 60)).toBeLessThan(28);
   });
+
+  test("routes the same share of the model's rejects, each with its exact propensity", async () => {
+    // A state the shipped model rejects with confidence 0.95.
+    const state = { request_type: 4, region_id: 4, current_load: 0.7015, recent_success_rate: 1.0, queue_depth: 2, hour: 0 };
+    const n = 300;
+    let explored = 0;
+    for (let i = 0; i < n; i++) {
+      const body = await (await explore.decide({ state })).json();
+      const line = await record(explore, body.decision_id);
+      expect(line.action).toBe(body.action);
+      expect(line.source).toBe("model");
+      expect(line.explored).toBe(line.action !== "reject");
+      expect(line.propensity).toBeCloseTo(line.explored ? 0.2 / 3 : 0.8, 12);
+      explored += line.explored ? 1 : 0;
+    }
+    expect(Math.abs(explored - 60)).toBeLessThan(28);
+  });
 });

@@ -88,8 +88,10 @@ impl Default for Params {
 /// Exploration is how logs come to hold outcomes of actions the model would not take, which
 /// is what evaluating or training a new policy from them needs. It never applies to a
 /// decision made by rules or the default action (those are the fallback, not the policy being
-/// learned), never draws `reject`, and never replaces a model's `reject` (the model rejects to
-/// protect an overloaded backend; sending that traffic anywhere would defeat it).
+/// learned, and the rules' rejects are the overload guard) and never draws `reject`. It does
+/// replace a model's `reject` with that share: without it the logs never show what routing
+/// would have paid where the model rejects, so no policy learned from them can correct a
+/// wrong reject, and off-policy estimates of one that routes there are extrapolation.
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
 pub struct Explore(f64);
 
@@ -233,12 +235,13 @@ impl Decider {
     }
 
     /// The probability of each action (in [`crate::ACTIONS`] order) under the serving policy,
-    /// given its greedy decision: all on the greedy action, except that a model-decided route
-    /// action gives each route action `ε/3` and keeps `1 − ε + ε/3`.
+    /// given its greedy decision: all on the greedy action, except that a model-decided action
+    /// gives each route action `ε/3` and keeps the rest (`1 − ε + ε/3` for a route, `1 − ε`
+    /// for `reject`).
     pub fn serving_distribution(&self, greedy: &Decision) -> [f64; crate::NUM_ACTIONS] {
         let mut p = [0.0; crate::NUM_ACTIONS];
         let eps = self.explore.probability();
-        if eps > 0.0 && greedy.source == Source::Model && greedy.action != Action::Reject {
+        if eps > 0.0 && greedy.source == Source::Model {
             for a in ROUTES {
                 p[a.index()] = eps / ROUTES.len() as f64;
             }
@@ -497,7 +500,7 @@ mod tests {
     }
 
     #[test]
-    fn exploration_never_touches_rules_default_or_reject() {
+    fn exploration_never_touches_rules_or_default_decisions() {
         let d = local(Params {
             explore: Explore::from_percent(20.0).unwrap(),
             ..Params::default()
@@ -510,9 +513,11 @@ mod tests {
             },
         );
         assert_eq!(held.source, Source::Rules);
-        let mut reject = d.decide(&state(3), Gates::default());
-        reject.action = Action::Reject;
-        for greedy in [held, reject] {
+        let mut rules_reject = held.clone();
+        rules_reject.action = Action::Reject;
+        let mut default = held.clone();
+        default.source = Source::Default;
+        for greedy in [held, rules_reject, default] {
             assert_eq!(d.serving_distribution(&greedy)[greedy.action.index()], 1.0);
             for i in 0..2000 {
                 let s = d.serve(greedy.clone(), draw_from_id(&i.to_string()));
@@ -521,6 +526,44 @@ mod tests {
                     (greedy.action, 1.0, false)
                 );
             }
+        }
+    }
+
+    /// A model's `reject` is explored like a route: ε of it goes to a uniform route action
+    /// (`ε/3` each), the rest stays rejected with propensity `1 − ε`.
+    #[test]
+    fn exploration_routes_a_share_of_the_models_rejects() {
+        let d = local(Params {
+            explore: Explore::from_percent(20.0).unwrap(),
+            ..Params::default()
+        });
+        let mut reject = d.decide(&state(3), Gates::default());
+        assert_eq!(reject.source, Source::Model);
+        reject.action = Action::Reject;
+        let p = d.serving_distribution(&reject);
+        let want = [0.2 / 3.0, 0.2 / 3.0, 0.2 / 3.0, 0.8];
+        assert!(
+            p.iter().zip(want).all(|(p, w)| (p - w).abs() < 1e-12),
+            "{p:?}"
+        );
+        let n = 30_000;
+        let mut counts = [0usize; 4];
+        for i in 0..n {
+            let s = d.serve(reject.clone(), draw_from_id(&format!("r-{i}")));
+            counts[s.decision.action.index()] += 1;
+            assert_eq!(s.explored, s.decision.action != Action::Reject);
+            assert_eq!(s.propensity, p[s.decision.action.index()]);
+        }
+        let share = |c: usize| c as f64 / n as f64;
+        assert!(
+            (share(counts[Action::Reject.index()]) - 0.8).abs() < 0.01,
+            "{counts:?}"
+        );
+        for a in ROUTES {
+            assert!(
+                (share(counts[a.index()]) - 0.2 / 3.0).abs() < 0.01,
+                "{counts:?}"
+            );
         }
     }
 }

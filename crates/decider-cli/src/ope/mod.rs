@@ -33,7 +33,7 @@
 //!   confounding). A wrong propensity biases IPS/SNIPS/DR; the mean weight (≈ 1 when
 //!   propensities are right and the logger covers the target) is reported as a check.
 //! - **Overlap**: wherever `π(a|x) > 0`, the logging policy had `μ(a|x) > 0`. Where it did not
-//!   (deterministic decisions, or `reject`, never explored), IPS and SNIPS silently count the
+//!   (deterministic decisions: rules, default, holdout), IPS and SNIPS silently count the
 //!   target's action as worth 0 or as average, and DR falls back to the reward model's
 //!   extrapolation; [`support`] counts those samples and [`evaluate`] warns.
 //! - **i.i.d. samples, stationarity**: decisions do not change the states of later requests,

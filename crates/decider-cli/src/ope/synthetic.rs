@@ -54,7 +54,8 @@ pub enum Logging {
     /// Uniform over the three routes, everywhere.
     UniformRoutes,
     /// [`greedy`], with probability ε replaced by a uniform route; never explores into or
-    /// out of `reject` (as the Worker's exploration).
+    /// out of `reject`: a logger with a support gap wherever greedy rejects (the Worker
+    /// explores out of a model's `reject`; this one does not, to test what a gap does).
     EpsilonGreedy(f64),
     /// [`greedy`] always (no exploration: every propensity is 1).
     Greedy,
