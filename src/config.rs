@@ -208,7 +208,7 @@ pub const VARS: &[Var<Config>] = &[
         parse: |s, c| flag(s).map(|v| c.params.shadow = v),
         value: |c| json!(c.params.shadow) },
     var! { "EXPLORE_PERCENT", "0", Public,
-        "share of model-decided traffic whose action is drawn uniformly from the route actions, 0..=20 (never `reject`, never rules); the logged `propensity` says how each action was chosen",
+        "share of model-decided traffic whose action is drawn uniformly from the route actions, 0..=20 (never drawing `reject`, never on rules); the logged `propensity` says how each action was chosen",
         parse: |s, c| {
             let percent = s.parse::<f64>().map_err(|_| "must be a number 0..=20".to_string())?;
             c.params.explore = Explore::from_percent(percent).map_err(|_| "must be a number 0..=20")?;
