@@ -143,11 +143,17 @@ fn claims_text(c: &Claims) -> String {
         Endpoint::Decide => 'd',
         Endpoint::Route => 'r',
     };
-    format!(
-        "{:011x}{e}{}",
-        c.issued_ms.min(MAX_ISSUED_MS),
-        c.action.index()
-    )
+    // `format!("{:011x}{e}{}")`, without `core::fmt` (module docs of `crate::time`).
+    let ms = c.issued_ms.min(MAX_ISSUED_MS);
+    let mut out = String::with_capacity(CLAIMS_LEN);
+    out.extend((0..11).rev().map(|i| hex_digit((ms >> (4 * i)) as u8 & 15)));
+    out.push(e);
+    out.push(char::from(b'0' + c.action.index() as u8));
+    out
+}
+
+fn hex_digit(d: u8) -> char {
+    char::from(b"0123456789abcdef"[usize::from(d)])
 }
 
 fn mac(key: &HmacSha256, signed: &str) -> HmacSha256 {
@@ -156,14 +162,11 @@ fn mac(key: &HmacSha256, signed: &str) -> HmacSha256 {
     m
 }
 
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(2 * bytes.len());
+fn push_hex(s: &mut String, bytes: &[u8]) {
     for b in bytes {
-        s.push(char::from(DIGITS[usize::from(b >> 4)]));
-        s.push(char::from(DIGITS[usize::from(b & 15)]));
+        s.push(hex_digit(b >> 4));
+        s.push(hex_digit(b & 15));
     }
-    s
 }
 
 fn unhex(s: &str) -> Option<[u8; TAG_BYTES]> {
@@ -186,9 +189,14 @@ fn unhex(s: &str) -> Option<[u8; TAG_BYTES]> {
 /// The signed id of a decision: `base.claims.tag` (module docs). The base's own tag must
 /// be the claims' arm and source ([`tag_base`]).
 pub fn sign(base: &str, claims: &Claims, keys: &DecisionKeys) -> String {
-    let signed = format!("{base}.{}", claims_text(claims));
+    let mut signed = String::with_capacity(base.len() + 2 + CLAIMS_LEN + 2 * TAG_BYTES);
+    signed.push_str(base);
+    signed.push('.');
+    signed.push_str(&claims_text(claims));
     let tag = mac(&keys.current, &signed).finalize().into_bytes();
-    format!("{signed}.{}", hex(&tag[..TAG_BYTES]))
+    signed.push('.');
+    push_hex(&mut signed, &tag[..TAG_BYTES]);
+    signed
 }
 
 /// Checks a signed id and reads its claims.
@@ -252,6 +260,38 @@ mod tests {
             endpoint: Endpoint::Decide,
             action: Action::Reject,
             issued_ms: 1_796_205_600_123,
+        }
+    }
+
+    #[test]
+    fn claims_are_the_documented_digits() {
+        for (ms, endpoint, action, want) in [
+            (0, Endpoint::Decide, Action::RouteA, "00000000000d0"),
+            (
+                1_796_205_600_123,
+                Endpoint::Route,
+                Action::Reject,
+                "1a236325d7br3",
+            ),
+            (
+                MAX_ISSUED_MS,
+                Endpoint::Decide,
+                Action::RouteC,
+                "fffffffffffd2",
+            ),
+            (u64::MAX, Endpoint::Route, Action::RouteB, "fffffffffffr1"),
+        ] {
+            let c = Claims {
+                endpoint,
+                action,
+                issued_ms: ms,
+                ..claims(Arm::Champion, Source::Model)
+            };
+            assert_eq!(claims_text(&c), want, "{ms}");
+            assert_eq!(
+                want,
+                format!("{:011x}", ms.min(MAX_ISSUED_MS)) + &want[11..]
+            );
         }
     }
 

@@ -25,7 +25,43 @@ pub fn iso_from_ms(ms: f64) -> String {
         in_day / 1000 % 60,
         in_day % 1000,
     );
-    format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{milli:03}Z")
+    let mut out = String::with_capacity(24);
+    for (v, width, after) in [
+        (y, 4, '-'),
+        (m, 2, '-'),
+        (d, 2, 'T'),
+        (h, 2, ':'),
+        (min, 2, ':'),
+        (s, 2, '.'),
+        (milli, 3, 'Z'),
+    ] {
+        push_padded(&mut out, v, width);
+        out.push(after);
+    }
+    out
+}
+
+/// `v` in decimal, zero-padded to `width` characters sign included (`format!`'s `{v:0width$}`),
+/// written without `core::fmt`: the Worker writes a time with every decision, and its first
+/// request compiles every function it calls.
+pub fn push_padded(out: &mut String, v: i64, width: usize) {
+    let mut digits = [0u8; 20];
+    let (mut n, mut len) = (v.unsigned_abs(), 0);
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        n /= 10;
+        len += 1;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        out.push('-');
+    }
+    for _ in len + usize::from(v < 0)..width {
+        out.push('0');
+    }
+    out.extend(digits[..len].iter().rev().map(|&b| char::from(b)));
 }
 
 /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` into milliseconds since the epoch.
@@ -177,6 +213,29 @@ mod tests {
         ];
         for (ms, want) in cases {
             assert_eq!(iso_from_ms(ms), want, "{ms}");
+        }
+    }
+
+    #[test]
+    fn padded_digits_are_formats_zero_padding() {
+        for v in [
+            0,
+            7,
+            -7,
+            42,
+            -42,
+            999,
+            1000,
+            -1000,
+            12_345,
+            i64::MAX,
+            i64::MIN,
+        ] {
+            for width in 0..6 {
+                let mut out = String::new();
+                push_padded(&mut out, v, width);
+                assert_eq!(out, format!("{v:0width$}"), "{v} width {width}");
+            }
         }
     }
 
