@@ -16,7 +16,6 @@ use crate::record::{
 use crate::rollout::Arm;
 use crate::state::State;
 use crate::time::iso_from_ms;
-use serde::Serialize;
 
 /// What is being decided, for whom, and when.
 #[derive(Debug, Clone)]
@@ -68,23 +67,23 @@ pub struct Decided {
     pub record: DecisionRecord,
 }
 
-/// The `/v1/decide` body: the decision's fields, then its id.
-#[derive(Serialize)]
-struct Answer<'a> {
-    #[serde(flatten)]
-    decision: &'a Decision,
-    decision_id: &'a str,
-}
-
 impl Decided {
     /// The `/v1/decide` answer: the decision JSON followed by its `decision_id`.
     pub fn answer(&self) -> String {
-        let answer = Answer {
-            decision: &self.decision,
-            decision_id: &self.record.decision_id,
-        };
+        // The decision's object with one member more, appended before its closing brace
+        // (a decision always has members). The same bytes as a struct flattening the
+        // decision, without serde's map serialiser for `flatten`.
         // A decision has no maps with non-string keys: serialising cannot fail.
-        serde_json::to_string(&answer).unwrap_or_else(|_| "{}".into())
+        let mut out = serde_json::to_string(&self.decision).unwrap_or_else(|_| "{}".into());
+        out.pop();
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push_str(r#""decision_id":"#);
+        let id = serde_json::to_string(&self.record.decision_id).unwrap_or_default();
+        out.push_str(&id);
+        out.push('}');
+        out
     }
 }
 
@@ -151,5 +150,83 @@ pub fn decide(decider: &Decider, req: Request<'_>, remote: Option<Remote>) -> De
     Decided {
         decision: d,
         record,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::decider::Params;
+    use crate::model::tests_support::TINY_ARTIFACT;
+    use crate::rules::Rules;
+    use crate::Model;
+    use serde::Serialize;
+    use std::sync::Arc;
+
+    /// What the answer was written as before: the decision flattened beside its id.
+    #[derive(Serialize)]
+    struct Flattened<'a> {
+        #[serde(flatten)]
+        decision: &'a Decision,
+        decision_id: &'a str,
+    }
+
+    #[test]
+    fn the_answer_is_the_decision_flattened_beside_its_id() {
+        let model = Arc::new(Model::from_json(TINY_ARTIFACT).unwrap());
+        let deciders = [
+            Decider::new(
+                ModelSource::Local(model),
+                Some(Rules::Shipped),
+                Params::default(),
+            ),
+            Decider::new(
+                ModelSource::Unavailable("none \"here\"".into()),
+                Some(Rules::Shipped),
+                Params::default(),
+            ),
+        ];
+        let keys = DecisionKeys::new(b"k1-0123456789abcdef", None).unwrap();
+        let mut sources = Vec::new();
+        for decider in &deciders {
+            for load in [0.1, 0.5, 0.99] {
+                let state = State {
+                    request_type: 1,
+                    region_id: 2,
+                    current_load: load,
+                    recent_success_rate: 0.97,
+                    queue_depth: 3.0,
+                    hour: 14,
+                };
+                let d = decide(
+                    decider,
+                    Request {
+                        state,
+                        gates: Gates::default(),
+                        endpoint: Endpoint::Decide,
+                        arm: Arm::Champion,
+                        key: RoutingKey::Given,
+                        decision_id: "4ae12971-112e-44b1-a38b-7063b8e5186f".into(),
+                        keys: Some(&keys),
+                        request_id: None,
+                        backend: "embedded",
+                        now_ms: 1_796_205_600_000.0,
+                        decision_us: 0,
+                    },
+                    None,
+                );
+                let want = serde_json::to_string(&Flattened {
+                    decision: &d.decision,
+                    decision_id: &d.record.decision_id,
+                })
+                .unwrap();
+                assert_eq!(d.answer(), want);
+                sources.push(d.decision.source);
+            }
+        }
+        // Both shapes were written: the model's (probabilities) and the rules' (a rule).
+        assert!(sources.contains(&policy::Source::Model), "{sources:?}");
+        assert!(sources.contains(&policy::Source::Rules), "{sources:?}");
     }
 }
