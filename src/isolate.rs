@@ -2,8 +2,9 @@
 //! decider it serves with.
 //!
 //! Vars and bindings do not change within an isolate, and workerd hands every request the
-//! same `env` object, so this is built on the first request and kept; an `env` object never
-//! seen before (a test harness, another environment) builds it anew.
+//! same `env` object, so this is built once and kept: at isolate start-up from the
+//! importable `env` of `cloudflare:workers` ([`prepare`]), else on the first request; an
+//! `env` object never seen before (a test harness, another environment) builds it anew.
 
 use crate::config::{BackendKind, Config, Secret};
 use crate::log;
@@ -211,26 +212,87 @@ impl Isolate {
     }
 }
 
-thread_local! {
-    /// The isolate's setup, with the `env` object it was derived from.
-    static CURRENT: RefCell<Option<(JsValue, Rc<Isolate>)>> = const { RefCell::new(None) };
+/// The setup kept for an `env` object.
+struct Kept {
+    /// The `env` object it was derived from.
+    env: JsValue,
+    isolate: Rc<Isolate>,
+    /// Whether its configuration errors were logged (by a request: what an isolate logs
+    /// while it starts reaches no request's logs).
+    reported: bool,
 }
 
-/// The setup for `env`: kept from an earlier request with the same `env` object, else built.
+thread_local! {
+    /// The isolate's setup.
+    static CURRENT: RefCell<Option<Kept>> = const { RefCell::new(None) };
+}
+
+#[wasm_bindgen::prelude::wasm_bindgen(inline_js = r#"
+import { env } from "cloudflare:workers";
+export function startup_env() { return env; }
+export function same_env(a, b) {
+  if (a === b) return true;
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  for (const k of keys) if (!Object.is(a[k], b[k])) return false;
+  return true;
+}
+"#)]
+extern "C" {
+    /// The Worker's `env` as `cloudflare:workers` exports it, readable at start-up.
+    #[wasm_bindgen(catch)]
+    fn startup_env() -> Result<JsValue, JsValue>;
+    /// Whether two `env` objects hold the same members, each the same value. workerd's
+    /// importable `env` is another object than the one a request is handed, with the same
+    /// bindings (the same objects) and the same vars and secrets.
+    fn same_env(a: &JsValue, b: &JsValue) -> bool;
+}
+
+/// Builds the setup at isolate start-up, when the runtime exports `env` then, so that the
+/// first request finds it built. Its configuration errors are logged by the first request
+/// that uses it.
+pub fn prepare() {
+    let Ok(env) = startup_env() else { return };
+    if !env.is_object() {
+        return;
+    }
+    let isolate = Rc::new(Isolate::new(&Env::from(env.clone())));
+    CURRENT.with(|c| {
+        *c.borrow_mut() = Some(Kept {
+            env,
+            isolate,
+            reported: false,
+        });
+    });
+}
+
+/// The setup for `env`: kept from start-up or an earlier request with the same `env`
+/// (the same object, or one with the same members), else built.
 pub fn get(env: &Env) -> Rc<Isolate> {
     let kept = CURRENT.with(|c| {
-        c.borrow()
-            .as_ref()
-            .filter(|(seen, _)| js_sys::Object::is(seen, env))
-            .map(|(_, i)| Rc::clone(i))
+        let mut c = c.borrow_mut();
+        let k = c.as_mut().filter(|k| same_env(&k.env, env))?;
+        // Later requests, handed this object, find it by identity.
+        k.env = JsValue::from(env.clone());
+        let first = !std::mem::replace(&mut k.reported, true);
+        Some((Rc::clone(&k.isolate), first))
     });
-    if let Some(i) = kept {
+    if let Some((i, first)) = kept {
+        if first {
+            log_config_errors(&i.cfg);
+        }
         return i;
     }
     let built = Rc::new(Isolate::new(env));
     log_config_errors(&built.cfg);
     let key: &JsValue = env.as_ref();
-    CURRENT.with(|c| *c.borrow_mut() = Some((key.clone(), Rc::clone(&built))));
+    CURRENT.with(|c| {
+        *c.borrow_mut() = Some(Kept {
+            env: key.clone(),
+            isolate: Rc::clone(&built),
+            reported: true,
+        });
+    });
     built
 }
 

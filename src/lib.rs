@@ -72,6 +72,8 @@ fn start() {
     // Parse and validate the embedded artifact at isolate start-up, not in the first
     // request (a refusal is kept and reported by /v1/health).
     let _ = isolate::embedded();
+    // And the configuration: the first request then runs (and compiles) none of it.
+    isolate::prepare();
 }
 
 /// Every request. Client errors are answered with their status; an internal failure is
