@@ -14,7 +14,7 @@ TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 export PATH="$bin:$PATH" WRANGLER_SEND_METRICS=false
 say() { printf '\n== %s\n' "$*" >&2; }
 
-quick=false micro_args=(--runs 21 --iters 20000) cold_args=(--rounds 11) report_args=(--lines 1000000)
+quick=false micro_args=(--runs 21 --iters 20000) cold_args=(--rounds 41) report_args=(--lines 1000000)
 if [[ "${BENCH_QUICK:-}" == 1 ]]; then
   quick=true micro_args=(--runs 5 --iters 5000) cold_args=(--rounds 2) report_args=(--lines 100000)
   export BENCH_ROUNDS="${BENCH_ROUNDS:-2}" BENCH_PREWARM="${BENCH_PREWARM:-3s}" BENCH_DURATION="${BENCH_DURATION:-3s}"
