@@ -52,7 +52,8 @@ done
 export BENCH_AGAINST_BUILDS="${against[*]}"
 [[ "$("$OHA" --version 2>/dev/null)" == *"$OHA_VERSION"* ]] || cargo install oha --version "$OHA_VERSION" --locked --root .tools
 
-rm -f "$RESULTS"/*.json && mkdir -p "$RESULTS"
+# This run's result files; value.json is `make value`'s, which the page renders beside them.
+mkdir -p "$RESULTS" && (cd "$RESULTS" && rm -f micro.json inturn.json cold.json agreement.json knee.json report.json sizes.json machine.json)
 steps=()
 step() {
   local name=$1 t0=$(date +%s)
