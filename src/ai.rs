@@ -94,7 +94,7 @@ async fn run(
             text.len()
         ));
     }
-    serde_json::from_str(&text).map_err(|e| format!("answer is not usable JSON: {e}"))
+    serde_json::from_slice(text.as_bytes()).map_err(|e| format!("answer is not usable JSON: {e}"))
 }
 
 #[cfg(test)]

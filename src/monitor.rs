@@ -32,7 +32,10 @@ const METRICS_MAX_BYTES: usize = 64 * 1024;
 pub async fn read_state(env: &Env) -> Result<Option<Stored>, String> {
     kv::get(env, kv::MONITOR_KEY)
         .await?
-        .map(|t| serde_json::from_str(&t).map_err(|e| format!("stored state is invalid: {e}")))
+        .map(|t| {
+            serde_json::from_slice(t.as_bytes())
+                .map_err(|e| format!("stored state is invalid: {e}"))
+        })
         .transpose()
 }
 

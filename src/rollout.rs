@@ -345,7 +345,7 @@ pub async fn report(iso: &Isolate) -> Value {
         return v;
     };
     v["store"] = match call(plane, "/state", None, HEALTH_MS).await {
-        Ok(text) => match serde_json::from_str::<Value>(&text) {
+        Ok(text) => match serde_json::from_slice::<Value>(text.as_bytes()) {
             Ok(v) => json!({
                 "bound": true, "state": v["state"], "windows": v["windows"],
                 "config": v["config"], "config_errors": v["config_errors"],

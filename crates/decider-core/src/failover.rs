@@ -117,7 +117,7 @@ impl Failover {
     /// A message naming the bad entry.
     pub fn from_json(text: &str) -> Result<Failover, String> {
         let raw: BTreeMap<String, String> =
-            serde_json::from_str(text).map_err(|e| e.to_string())?;
+            serde_json::from_slice(text.as_bytes()).map_err(|e| e.to_string())?;
         let mut out = BTreeMap::new();
         for (from, to) in raw {
             let parse = |name: &str| {

@@ -365,7 +365,7 @@ impl Model {
 
 /// Parses an artifact's JSON text (no validation beyond its types).
 pub fn parse_json(text: &str) -> Result<Artifact, ArtifactError> {
-    serde_json::from_str(text).map_err(|e| {
+    serde_json::from_slice(text.as_bytes()).map_err(|e| {
         let msg = e.to_string();
         if msg.starts_with("number out of range") {
             ArtifactError::NonFinite(format!("line {} column {}", e.line(), e.column()))

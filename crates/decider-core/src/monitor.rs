@@ -143,7 +143,7 @@ struct Marks {
 /// The origins a stored state marks down and when it marked them (ms), or `None` when the
 /// text is not a readable state.
 pub fn marks_from_json(text: &str) -> Option<(OriginSet, f64)> {
-    let m: Marks = serde_json::from_str(text).ok()?;
+    let m: Marks = serde_json::from_slice(text.as_bytes()).ok()?;
     let set = m.down.into_iter().fold(OriginSet::EMPTY, OriginSet::with);
     m.at.is_finite().then_some((set, m.at))
 }

@@ -48,7 +48,7 @@ impl Regions {
     /// # Errors
     /// A message naming the bad entry.
     pub fn from_json(text: &str) -> Result<Regions, String> {
-        let r: Regions = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let r: Regions = serde_json::from_slice(text.as_bytes()).map_err(|e| e.to_string())?;
         let bad = |what: String, v: u8| {
             format!("{what} must be a region 0..={}, got {v}", NUM_REGIONS - 1)
         };

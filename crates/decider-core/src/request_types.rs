@@ -47,7 +47,7 @@ impl RequestTypes {
     /// # Errors
     /// A message naming the bad entry.
     pub fn from_json(text: &str) -> Result<RequestTypes, String> {
-        let t: RequestTypes = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let t: RequestTypes = serde_json::from_slice(text.as_bytes()).map_err(|e| e.to_string())?;
         if t.default > MAX_REQUEST_TYPE {
             return Err(format!(
                 "default must be 0..={MAX_REQUEST_TYPE}, got {}",

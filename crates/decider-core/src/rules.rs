@@ -157,7 +157,7 @@ impl RuleTable {
     /// [`RuleError`] naming the rule (index and name) and what is wrong with it.
     pub fn from_json(text: &str) -> Result<RuleTable, RuleError> {
         let spec: RuleTableSpec =
-            serde_json::from_str(text).map_err(|e| RuleError::Json(e.to_string()))?;
+            serde_json::from_slice(text.as_bytes()).map_err(|e| RuleError::Json(e.to_string()))?;
         RuleTable::from_spec(spec)
     }
 

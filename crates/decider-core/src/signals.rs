@@ -115,7 +115,7 @@ impl Snapshot {
     /// # Errors
     /// A message when the stored value is not a valid snapshot.
     pub fn from_json(text: &str) -> Result<Snapshot, String> {
-        let mut v: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let mut v: Value = serde_json::from_slice(text.as_bytes()).map_err(|e| e.to_string())?;
         let source = match v.as_object_mut().and_then(|o| o.remove("source")) {
             None => SnapshotSource::Admin,
             Some(s) if s == "admin" => SnapshotSource::Admin,

@@ -28,7 +28,7 @@ pub fn parse_text(bytes: &[u8]) -> Result<Value, FieldError> {
 /// # Errors
 /// As [`parse_text`].
 pub fn parse_first(text: &str) -> Result<Value, FieldError> {
-    let mut de = serde_json::Deserializer::from_str(text);
+    let mut de = serde_json::Deserializer::from_slice(text.as_bytes());
     parse_one(&mut de, text.as_bytes(), false)
 }
 

@@ -377,7 +377,7 @@ fn first_value(s: &str) -> Result<Unit, String> {
     match parse_first(s) {
         Ok(value) => Ok(Unit { value, twice: None }),
         Err(e @ FieldError::Duplicate { .. }) => {
-            let mut de = serde_json::Deserializer::from_str(s);
+            let mut de = serde_json::Deserializer::from_slice(s.as_bytes());
             let value = Value::deserialize(&mut de).map_err(|e| e.to_string())?;
             Ok(Unit {
                 value,

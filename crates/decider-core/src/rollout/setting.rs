@@ -124,7 +124,7 @@ impl SettingAnswer {
 
     /// Reads an answer; None for anything else (the isolate then keeps what it had).
     pub fn from_json(text: &str) -> Option<SettingAnswer> {
-        let v: Value = serde_json::from_str(text).ok()?;
+        let v: Value = serde_json::from_slice(text.as_bytes()).ok()?;
         Some(SettingAnswer {
             setting: Setting::from_value(v.get("setting")?)?,
             phase: Phase::parse_name(v.get("phase")?.as_str()?)?,
