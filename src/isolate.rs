@@ -231,7 +231,6 @@ thread_local! {
 import { env } from "cloudflare:workers";
 export function startup_env() { return env; }
 export function same_env(a, b) {
-  if (a === b) return true;
   const keys = Object.keys(a);
   if (keys.length !== Object.keys(b).length) return false;
   for (const k of keys) if (!Object.is(a[k], b[k])) return false;
@@ -253,17 +252,10 @@ extern "C" {
 /// that uses it.
 pub fn prepare() {
     let Ok(env) = startup_env() else { return };
-    if !env.is_object() {
-        return;
+    if env.is_object() {
+        let isolate = Rc::new(Isolate::new(&Env::from(env.clone())));
+        keep(env, isolate, false);
     }
-    let isolate = Rc::new(Isolate::new(&Env::from(env.clone())));
-    CURRENT.with(|c| {
-        *c.borrow_mut() = Some(Kept {
-            env,
-            isolate,
-            reported: false,
-        });
-    });
 }
 
 /// The setup for `env`: kept from start-up or an earlier request with the same `env`
@@ -271,29 +263,37 @@ pub fn prepare() {
 pub fn get(env: &Env) -> Rc<Isolate> {
     let kept = CURRENT.with(|c| {
         let mut c = c.borrow_mut();
-        let k = c.as_mut().filter(|k| same_env(&k.env, env))?;
-        // Later requests, handed this object, find it by identity.
-        k.env = JsValue::from(env.clone());
+        let k = c.as_mut()?;
+        if !js_sys::Object::is(&k.env, env) {
+            if !same_env(&k.env, env) {
+                return None;
+            }
+            // Later requests, handed this object, find it by identity.
+            k.env = JsValue::from(env.clone());
+        }
         let first = !std::mem::replace(&mut k.reported, true);
         Some((Rc::clone(&k.isolate), first))
     });
-    if let Some((i, first)) = kept {
-        if first {
-            log_config_errors(&i.cfg);
-        }
-        return i;
+    let (isolate, first) = kept.unwrap_or_else(|| {
+        let built = Rc::new(Isolate::new(env));
+        keep(JsValue::from(env.clone()), Rc::clone(&built), true);
+        (built, true)
+    });
+    if first {
+        log_config_errors(&isolate.cfg);
     }
-    let built = Rc::new(Isolate::new(env));
-    log_config_errors(&built.cfg);
-    let key: &JsValue = env.as_ref();
+    isolate
+}
+
+/// Keeps `isolate` as the setup of `env`.
+fn keep(env: JsValue, isolate: Rc<Isolate>, reported: bool) {
     CURRENT.with(|c| {
         *c.borrow_mut() = Some(Kept {
-            env: key.clone(),
-            isolate: Rc::clone(&built),
-            reported: true,
+            env,
+            isolate,
+            reported,
         });
     });
-    built
 }
 
 /// Logs each configuration error once per isolate (`config_error` events): the public

@@ -44,7 +44,7 @@ pub fn iso_from_ms(ms: f64) -> String {
 /// `v` in decimal, zero-padded to `width` characters sign included (`format!`'s `{v:0width$}`),
 /// written without `core::fmt`: the Worker writes a time with every decision, and its first
 /// request compiles every function it calls.
-pub fn push_padded(out: &mut String, v: i64, width: usize) {
+fn push_padded(out: &mut String, v: i64, width: usize) {
     let mut digits = [0u8; 20];
     let (mut n, mut len) = (v.unsigned_abs(), 0);
     loop {
