@@ -397,8 +397,6 @@ pub fn log_week(logger: &Decider, opts: &WorldOptions) -> Result<Vec<WorldDecisi
         .into_iter()
         .enumerate()
         .map(|(i, (ts, state))| {
-            let greedy = logger.decide(&state, Gates::default());
-            let dist = logger.serving_distribution(&greedy);
             // Decided and recorded as the Worker's edge routing does it: an unsigned id, whose
             // last character (here a placeholder) becomes the arm and source's tag.
             let request = Request {
@@ -417,6 +415,7 @@ pub fn log_week(logger: &Decider, opts: &WorldOptions) -> Result<Vec<WorldDecisi
             let Decided {
                 decision,
                 mut record,
+                distribution,
             } = request::decide(logger, request, None);
             let outcome = draw_outcome(&mut rng, &state, decision.action, &r);
             let (status, latency_ms) = outcome.decided(decision.action);
@@ -431,7 +430,7 @@ pub fn log_week(logger: &Decider, opts: &WorldOptions) -> Result<Vec<WorldDecisi
             WorldDecision {
                 record,
                 q: q_true(&state, &r),
-                logger: dist,
+                logger: distribution,
                 reward,
             }
         })

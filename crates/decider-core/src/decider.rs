@@ -132,6 +132,9 @@ pub struct Served {
     pub propensity: f64,
     /// Whether exploration replaced the greedy action.
     pub explored: bool,
+    /// The serving policy's probability of each action (in [`crate::ACTIONS`] order) in this
+    /// state: [`Decider::serving_distribution`] of the greedy decision.
+    pub distribution: [f64; crate::NUM_ACTIONS],
 }
 
 /// The route actions exploration draws from.
@@ -270,6 +273,7 @@ impl Decider {
             propensity: p[decision.action.index()],
             explored: explores,
             decision,
+            distribution: p,
         }
     }
 

@@ -65,6 +65,9 @@ pub struct Decided {
     pub decision: Decision,
     /// Its record; a routed request adds its outcome and request info before logging.
     pub record: DecisionRecord,
+    /// The serving policy's probability of each action in this state (the record's
+    /// `propensity` is the served action's): what an off-policy evaluation of the logger needs.
+    pub distribution: [f64; crate::NUM_ACTIONS],
 }
 
 impl Decided {
@@ -150,6 +153,7 @@ pub fn decide(decider: &Decider, req: Request<'_>, remote: Option<Remote>) -> De
     Decided {
         decision: d,
         record,
+        distribution: served.distribution,
     }
 }
 
@@ -228,5 +232,57 @@ mod tests {
         // Both shapes were written: the model's (probabilities) and the rules' (a rule).
         assert!(sources.contains(&policy::Source::Model), "{sources:?}");
         assert!(sources.contains(&policy::Source::Rules), "{sources:?}");
+    }
+
+    /// The distribution a decision carries is the serving policy's in its state, whether or
+    /// not exploration replaced the greedy action; the record's propensity is its entry.
+    #[test]
+    fn a_decision_carries_the_serving_distribution_of_its_state() {
+        let model = Arc::new(Model::from_json(TINY_ARTIFACT).unwrap());
+        let decider = Decider::new(
+            ModelSource::Local(model),
+            Some(Rules::Shipped),
+            Params {
+                explore: crate::decider::Explore::from_percent(20.0).unwrap(),
+                ..Params::default()
+            },
+        );
+        let mut explored = 0;
+        for i in 0..400 {
+            let state = State {
+                request_type: (i % 4) as u8,
+                region_id: (i % 7) as u8,
+                current_load: (i % 10) as f64 / 10.0,
+                recent_success_rate: 0.97,
+                queue_depth: 3.0,
+                hour: (i % 24) as u8,
+            };
+            let d = decide(
+                &decider,
+                Request {
+                    state,
+                    gates: Gates::default(),
+                    endpoint: Endpoint::Route,
+                    arm: Arm::Champion,
+                    key: RoutingKey::Given,
+                    decision_id: format!("id-{i}"),
+                    keys: None,
+                    request_id: None,
+                    backend: "embedded",
+                    now_ms: 0.0,
+                    decision_us: 0,
+                },
+                None,
+            );
+            let greedy = decider.decide(&state, Gates::default());
+            assert_eq!(d.distribution, decider.serving_distribution(&greedy), "{i}");
+            assert_eq!(
+                d.distribution[d.decision.action.index()],
+                d.record.propensity
+            );
+            explored += usize::from(d.record.explored);
+        }
+        // Some decisions were explored: the distribution is the greedy one's there too.
+        assert!(explored > 0);
     }
 }
