@@ -86,6 +86,9 @@ if (againstNames.length) {
   const cs = cold?.summary;
   const io = (n, k) => (cs?.[n] && cs?.floor_io ? cs[n][k] / cs.floor_io[k] : undefined);
   const sha = (n) => n.replace(/^at_/, "");
+  // A BENCH_AGAINST commit that is this run's own: a second build of the same code, an A/A
+  // of edge-decider itself.
+  const again = (n) => machine?.commit && sha(n) === machine.commit;
   const gz = (n) => (n === "ours" ? sizes?.ours.gzip9 : sizes?.against?.[sha(n)]?.gzip9);
   p();
   p(`### Against earlier commits (\`BENCH_AGAINST\`), in the same rounds`);
@@ -93,7 +96,8 @@ if (againstNames.length) {
   table("Worker", "CPU / a decision's I/O alone", "cold start / I/O alone", "first request / I/O alone", "wasm gzip");
   for (const n of ["ours", ...againstNames]) {
     const cpuIo = n === "ours" ? inturn.vs_io.cpu_us.median : inturn.against[n].vs_io.median;
-    row(n === "ours" ? `edge-decider at ${machine?.commit}` : inturn.summary[n].label, num(cpuIo), num(io(n, "total_ms")), num(io(n, "first_ms")), gz(n) ? kb(gz(n)) : "–");
+    row(n === "ours" ? `edge-decider at ${machine?.commit}, this run's build` : again(n) ? `${inturn.summary[n].label}, built again from its tree` : inturn.summary[n].label,
+      num(cpuIo), num(io(n, "total_ms")), num(io(n, "first_ms")), gz(n) ? kb(gz(n)) : "–");
   }
   p();
   const aa = { cpu: cpuAA, total: cold?.vs_floor.floor_b.total_ms, first: cold?.vs_floor.floor_b.first_ms };
@@ -102,7 +106,7 @@ if (againstNames.length) {
   table(`edge-decider at ${machine?.commit} / the other`, "CPU (median of per-round ratios)", "cold start", "first request", "wasm gzip");
   for (const n of againstNames) {
     const [c, t, f] = [inturn.against[n].ours_vs.median, cs?.ours.total_ms / cs?.[n]?.total_ms, cs?.ours.first_ms / cs?.[n]?.first_ms];
-    row(`/ ${sha(n)}`, `${num(c)} [A/A ${num(aa.cpu)}]: ${verdict(c, aa.cpu)}`, `${num(t)} [A/A ${num(aa.total)}]: ${verdict(t, aa.total)}`,
+    row(again(n) ? `/ ${sha(n)} (the same code: A/A)` : `/ ${sha(n)}`, `${num(c)} [A/A ${num(aa.cpu)}]: ${verdict(c, aa.cpu)}`, `${num(t)} [A/A ${num(aa.total)}]: ${verdict(t, aa.total)}`,
       `${num(f)} [A/A ${num(aa.first)}]: ${verdict(f, aa.first)}`, gz(n) ? `${(gz("ours") - gz(n)) >= 0 ? "+" : ""}${num((gz("ours") - gz(n)) / 1000, 1)} KB` : "–");
   }
 }
