@@ -5,6 +5,8 @@
 // Covers every region, request type and hour, loads above 1, deep queues, and values on
 // the default rule table's thresholds (0.8, 0.95, 50, 100, 0.15, 0.5).
 import { writeFileSync } from "node:fs";
+// The e2e tests' seeded PRNG (mulberry32): one implementation for both.
+import { rng } from "../tests/e2e/helpers.mjs";
 
 const args = Object.fromEntries(
   process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
@@ -13,17 +15,7 @@ const seed = Number(args.seed ?? 20261130);
 const rows = Number(args.rows ?? 240);
 const out = args.out ?? "tests/fixtures/skew_states.jsonl";
 
-function mulberry32(s) {
-  let a = s >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const rand = mulberry32(seed);
+const rand = rng(seed);
 const pick = (xs) => xs[Math.floor(rand() * xs.length)];
 const uniform = (lo, hi) => lo + (hi - lo) * rand();
 
