@@ -162,21 +162,19 @@ if (agree) {
 if (micro) p(`The decision in V8, ${micro.runtime.replace(/ \(/, ", ").replace(/\)$/, "")}, per run: CPU ${num(micro.cpu_us.min, 2)} – ${num(micro.cpu_us.max, 2)} µs, wall ${num(micro.wall_us.min, 2)} – ${num(micro.wall_us.max, 2)} µs per decision. Stage by stage, natively: \`cargo bench -p decider-core --bench decision\`.`);
 p();
 const value = read("value.json");
-if (value?.results?.length) {
-  // `make value`: its own run (not `make bench`'s), policies learned from logs scored by true value.
+if (value?.results?.length && value.summary) {
+  // `make value`: its own run (not `make bench`'s), policies learned from logs scored by true
+  // value; the figures across seeds are bench/value_peers.py's summary, as in VALUE.md.
   const rs = value.results;
-  const mean = (k) => rs.reduce((a, r) => a + r[k], 0) / rs.length;
-  const best = (r) => Math.max(r.lightgbm_dm, r.obp_ipw);
-  const margins = rs.map((r) => (r.decider - best(r)) * 100);
+  const { mean, margin_pt: margin, covered, train_s: train } = value.summary;
   const signed = (v) => (v < 0 ? "−" : "+") + num(Math.abs(v), 2);
-  const covered = rs.filter((r) => r.ope.ci95[0] <= r.ope.truth && r.ope.truth <= r.ope.ci95[1]).length;
   p("## Learning from logs (`make value`)");
   p();
   p(`From its own run (\`bench/results/value.json\`; per seed: [VALUE.md](VALUE.md); method: [docs/learning.md](../learning.md)): ` +
     `on the three-origin world, policies trained on week 1's logs (${int(value.decisions)} decisions) and scored by true value on week 2, seeds ${rs[0].seed}–${rs[rs.length - 1].seed}. ` +
-    `Mean true value: the logger ${num(mean("logger"), 4)}, \`decider train --logs\` ${num(mean("decider"), 4)}, a LightGBM direct method ${num(mean("lightgbm_dm"), 4)}, OBP's IPW learner ${num(mean("obp_ipw"), 4)}, the oracle ${num(mean("oracle"), 4)}. ` +
-    `decider − the best peer: ${signed(margins.reduce((a, m) => a + m, 0) / rs.length)} points on average, ${signed(Math.min(...margins))} to ${signed(Math.max(...margins))} per seed. ` +
-    `\`decider ope\` on week 2's logs: the truth inside DR's 95% interval on ${covered} of ${rs.length} seeds. Training ${num(Math.min(...rs.map((r) => r.decider_train_s)), 1)}–${num(Math.max(...rs.map((r) => r.decider_train_s)), 1)} s per seed.`);
+    `Mean true value: the logger ${num(mean.logger, 4)}, \`decider train --logs\` ${num(mean.decider, 4)}, a LightGBM direct method ${num(mean.lightgbm_dm, 4)}, OBP's IPW learner ${num(mean.obp_ipw, 4)}, the oracle ${num(mean.oracle, 4)}. ` +
+    `decider − the best peer: ${signed(margin.mean)} points on average, ${signed(margin.min)} to ${signed(margin.max)} per seed. ` +
+    `\`decider ope\` on week 2's logs: the truth inside DR's 95% interval on ${covered.dr} of ${rs.length} seeds. Training ${num(train[0], 1)}–${num(train[1], 1)} s per seed.`);
   p();
 }
 p("## Machine and commands");

@@ -183,6 +183,25 @@ def covered(o, key):
     return iv is not None and iv[0] <= o["truth"] <= iv[1]
 
 
+def summary(results):
+    """What the seeds say together: the mean of each score, decider's margin over the best
+    peer in points (mean, min, max), on how many seeds the truth lies inside DR's 95% interval
+    and inside the support bounds, and the training time's range. Written into the JSON beside
+    the results; the markdown table's last row and BENCHMARKS.md's section read it."""
+    keys = ["logger", "decider", "decider_model_alone", "lightgbm_dm", "obp_ipw", "oracle",
+            "decider_train_s"]
+    out = {"mean": {k: float(np.mean([r[k] for r in results])) for k in keys if k in results[0]},
+           "covered": {"dr": sum(covered(r["ope"], "ci95") for r in results),
+                       "bounds": sum(covered(r["ope"], "bounds") for r in results)},
+           "train_s": [min(r["decider_train_s"] for r in results),
+                       max(r["decider_train_s"] for r in results)]}
+    if "lightgbm_dm" in results[0]:
+        margins = [100 * (r["decider"] - max(r["lightgbm_dm"], r["obp_ipw"])) for r in results]
+        out["margin_pt"] = {"mean": float(np.mean(margins)), "min": min(margins),
+                            "max": max(margins)}
+    return out
+
+
 def table(results):
     peers = "lightgbm_dm" in results[0]
     head = "| seed | logger | decider | model alone | " + (
@@ -204,17 +223,17 @@ def table(results):
                   f"{'yes' if covered(o, 'ci95') else 'no'} / {'yes' if covered(o, 'bounds') else 'no'}",
                   f"{r['decider_train_s']:.1f}"]
         lines.append("| " + " | ".join(cells) + " |")
-    mean = lambda k: np.mean([r[k] for r in results])
-    cells = ["mean", f"{mean('logger'):.4f}", f"{mean('decider'):.4f}",
-             f"{mean('decider_model_alone'):.4f}"]
+    m = summary(results)
+    mean = m["mean"]
+    cells = ["mean", f"{mean['logger']:.4f}", f"{mean['decider']:.4f}",
+             f"{mean['decider_model_alone']:.4f}"]
     if peers:
-        margins = [r["decider"] - max(r["lightgbm_dm"], r["obp_ipw"]) for r in results]
-        cells += [f"{mean('lightgbm_dm'):.4f}", f"{mean('obp_ipw'):.4f}",
-                  f"{100 * np.mean(margins):+.2f} pt"]
-    cells += [f"{mean('oracle'):.4f}", "", "", "",
-              f"{sum(covered(r['ope'], 'ci95') for r in results)}/{len(results)} / "
-              f"{sum(covered(r['ope'], 'bounds') for r in results)}/{len(results)}",
-              f"{mean('decider_train_s'):.1f}"]
+        cells += [f"{mean['lightgbm_dm']:.4f}", f"{mean['obp_ipw']:.4f}",
+                  f"{m['margin_pt']['mean']:+.2f} pt"]
+    n = len(results)
+    cells += [f"{mean['oracle']:.4f}", "", "", "",
+              f"{m['covered']['dr']}/{n} / {m['covered']['bounds']}/{n}",
+              f"{mean['decider_train_s']:.1f}"]
     lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -242,7 +261,8 @@ def main():
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"decider_args": args.decider_args, "no_shift": args.no_shift,
-                       "decisions": args.decisions, "results": results}, f, indent=1)
+                       "decisions": args.decisions, "results": results,
+                       "summary": summary(results)}, f, indent=1)
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write(md + "\n")
