@@ -114,7 +114,7 @@ pub fn read(path: &Path) -> Result<Dataset, DatasetError> {
     }
     Ok(Dataset {
         rows,
-        sha256: hex(&Sha256::digest(&bytes)),
+        sha256: decider_core::hex::encode(&Sha256::digest(&bytes)),
         provenance: None,
     })
 }
@@ -139,11 +139,6 @@ pub fn write(path: &Path, rows: &[(State, Action)]) -> Result<(), DatasetError> 
         .map_err(io)?;
     }
     out.flush().map_err(io)
-}
-
-/// Lower-case hex of bytes.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

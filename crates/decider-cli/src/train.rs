@@ -2,10 +2,11 @@
 //! the artifact. Deterministic: same data and seed → byte-identical artifact
 //! (no timestamps, no hash-map ordering, no threads).
 
-use crate::dataset::{hex, Dataset};
+use crate::dataset::Dataset;
 use crate::gbdt::{self, GbdtParams, RoundInfo};
 use crate::metrics::{curve, ece, pick_threshold, CurvePoint};
 use crate::rng::Rng;
+use decider_core::hex;
 use decider_core::model::{softmax, Calibration, CalibrationMethod, FeatureRanges, FORMAT_VERSION};
 use decider_core::{
     encode, Action, Artifact, Features, RuleTable, State, ACTIONS, ENCODER_VERSION, FEATURE_DIM,
@@ -313,7 +314,7 @@ pub fn seal(artifact: &mut Artifact) -> Result<(), String> {
         &artifact.training,
     ))
     .map_err(|e| e.to_string())?;
-    artifact.model_version = format!("gbdt-{}", &hex(&Sha256::digest(&body))[..12]);
+    artifact.model_version = format!("gbdt-{}", &hex::encode(&Sha256::digest(&body))[..12]);
     decider_core::model::validate(artifact)
         .map_err(|e| format!("trained model failed validation: {e}"))
 }

@@ -8,13 +8,14 @@
 //! `logs` object (input file names, decisions read, rows used, what was left out and why,
 //! the date range of the logged decisions, the reward definition and the labelling method).
 
-use crate::dataset::{hex, Dataset};
+use crate::dataset::Dataset;
 use crate::from_logs::{self, FromLogs};
 use crate::ope::gate::{self, GateSample, ValueGate};
 use crate::ope::{label, LabelOptions, Labels, OpeOptions};
 use crate::report::join::SuccessRule;
 use crate::train::Trained;
 use crate::CliError;
+use decider_core::hex;
 use decider_core::{Action, RuleTable};
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -112,7 +113,7 @@ pub fn dataset(
     });
     let dataset = Dataset {
         rows,
-        sha256: hex(&h.finalize()),
+        sha256: hex::encode(&h.finalize()),
         provenance: provenance.as_object().cloned(),
     };
     Ok((dataset, logs, labels))

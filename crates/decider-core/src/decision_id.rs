@@ -19,6 +19,7 @@
 //! joined offline, but no outcome for it is counted live.
 
 use crate::actions::Action;
+use crate::hex;
 use crate::policy::Source;
 use crate::record::Endpoint;
 use crate::rollout::Arm;
@@ -146,27 +147,16 @@ fn claims_text(c: &Claims) -> String {
     // `format!("{:011x}{e}{}")`, without `core::fmt` (module docs of `crate::time`).
     let ms = c.issued_ms.min(MAX_ISSUED_MS);
     let mut out = String::with_capacity(CLAIMS_LEN);
-    out.extend((0..11).rev().map(|i| hex_digit((ms >> (4 * i)) as u8 & 15)));
+    out.extend((0..11).rev().map(|i| hex::digit((ms >> (4 * i)) as u8)));
     out.push(e);
     out.push(char::from(b'0' + c.action.index() as u8));
     out
-}
-
-fn hex_digit(d: u8) -> char {
-    char::from(b"0123456789abcdef"[usize::from(d)])
 }
 
 fn mac(key: &HmacSha256, signed: &str) -> HmacSha256 {
     let mut m = key.clone();
     m.update(signed.as_bytes());
     m
-}
-
-fn push_hex(s: &mut String, bytes: &[u8]) {
-    for b in bytes {
-        s.push(hex_digit(b >> 4));
-        s.push(hex_digit(b & 15));
-    }
 }
 
 fn unhex(s: &str) -> Option<[u8; TAG_BYTES]> {
@@ -195,7 +185,7 @@ pub fn sign(base: &str, claims: &Claims, keys: &DecisionKeys) -> String {
     signed.push_str(&claims_text(claims));
     let tag = mac(&keys.current, &signed).finalize().into_bytes();
     signed.push('.');
-    push_hex(&mut signed, &tag[..TAG_BYTES]);
+    hex::push(&mut signed, &tag[..TAG_BYTES]);
     signed
 }
 

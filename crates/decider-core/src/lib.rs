@@ -46,6 +46,7 @@ pub mod decision_id;
 pub mod failover;
 pub mod features;
 pub mod forward;
+pub mod hex;
 pub mod json;
 pub mod model;
 pub mod monitor;
